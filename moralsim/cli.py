@@ -1,0 +1,198 @@
+"""The `moralsim` command line. Commands stay thin: they parse, then call the packages."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from moralsim.config import ConfigError, RunConfig, describe_fields, load_config
+
+app = typer.Typer(
+    name="moralsim",
+    help="Train and evaluate moral dialogue systems by simulation.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+models_app = typer.Typer(help="List and prepare the embedded offline models.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+
+console = Console(stderr=True)
+
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="YAML run config.", dir_okay=False)
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set", "-s", help="Override a config key: --set bot.model=./my-model (repeatable)."
+    ),
+]
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+def _not_yet(command: str, issue: str) -> typer.Exit:
+    return _fail(f"`moralsim {command}` is not available yet: it arrives with {issue}.")
+
+
+def _run_config(
+    config: Path | None,
+    overrides: list[str] | None,
+    seed: int | None = None,
+    name: str | None = None,
+    output_dir: str | None = None,
+    num_dialogues: int | None = None,
+) -> RunConfig:
+    sets = list(overrides or [])
+    for key, value in (
+        ("seed", seed),
+        ("name", name),
+        ("output_dir", output_dir),
+        ("num_dialogues", num_dialogues),
+    ):
+        if value is not None:
+            sets.append(f"{key}={value}")
+    try:
+        return load_config(config, sets)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _print_config_fields() -> None:
+    table = Table(title="run config keys (YAML or --set key=value)")
+    table.add_column("key")
+    table.add_column("default")
+    table.add_column("meaning")
+    for key, default, help_text in describe_fields(RunConfig):
+        table.add_row(key, default, help_text)
+    Console().print(table)
+
+
+@app.command()
+def simulate(
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (overrides the config).")] = None,
+    name: Annotated[str | None, typer.Option(help="Run name (overrides the config).")] = None,
+    output_dir: Annotated[str | None, typer.Option(help="Parent folder of runs.")] = None,
+    num_dialogues: Annotated[int | None, typer.Option(help="Dialogues to simulate.")] = None,
+    show_config: Annotated[bool, typer.Option(help="Print every config key and exit.")] = False,
+) -> None:
+    """Simulate users discussing moral questions with a bot, scoring every bot turn live."""
+    if show_config:
+        _print_config_fields()
+        return
+    from agents.models import ModelError, resolve_model
+
+    run = _run_config(config, set_, seed, name, output_dir, num_dialogues)
+    specs = {
+        "bot.model": run.bot.model,
+        "evaluators.embedding_model": run.evaluators.embedding_model,
+    }
+    ready = []
+    for key, spec in specs.items():
+        try:
+            resolved = resolve_model(spec, progress=lambda m: console.print(m, highlight=False))
+        except ModelError as exc:
+            raise _fail(f"{key}: {exc}") from None
+        ready.append(f"{spec} ({resolved.kind})")
+    console.print(
+        f"config valid (run '{run.name}', seed {run.seed}); models ready: {', '.join(ready)}.\n"
+        "[yellow]The simulation runtime is not built yet (it arrives with the simulation "
+        "runtime issue); nothing was simulated.[/]",
+        highlight=False,
+    )
+
+
+@app.command()
+def train() -> None:
+    """Train a moral bot (LoRA SFT) or an agreement scorer."""
+    raise _not_yet("train", "the training issue")
+
+
+@app.command()
+def chat() -> None:
+    """Talk to a bot in the terminal with live scores."""
+    raise _not_yet("chat", "the agents/REPL issue")
+
+
+@app.command(name="eval")
+def eval_() -> None:
+    """Score existing dialogues or run a probe (SaGE, DIT, prudence) on a bot."""
+    raise _not_yet("eval", "the evaluators issue")
+
+
+@app.command()
+def report() -> None:
+    """Build summary.json and report.html from a run folder."""
+    raise _not_yet("report", "the evaluators issue")
+
+
+@models_app.command("list")
+def models_list() -> None:
+    """Show the embedded models, where they live and whether they are prepared."""
+    from agents.models import MARKER, ModelError, cache_dir, embedded_models
+
+    table = Table(title=f"embedded models (cache: {cache_dir()})")
+    for column in ("name", "kind", "package", "status", "path"):
+        table.add_column(column, overflow="fold")
+    for model in embedded_models().values():
+        version = model.package_version()
+        package = f"{model.package}=={version}" if version else f"{model.package} (missing)"
+        try:
+            source = model.locate()
+        except ModelError:
+            table.add_row(model.name, model.kind, package, f"install: {model.install_hint()}", "")
+            continue
+        if model.build is None:
+            table.add_row(model.name, model.kind, package, "ready (in package)", str(source))
+            continue
+        target = cache_dir() / "models" / model.name
+        status = (
+            "prepared" if (target / MARKER).is_file() else "not prepared (moralsim models prepare)"
+        )
+        table.add_row(model.name, model.kind, package, status, str(target))
+    Console().print(table)
+
+
+@models_app.command("prepare")
+def models_prepare(
+    names: Annotated[
+        list[str] | None, typer.Argument(help="Models to prepare (default: all embedded).")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Rebuild even if the cache is valid.")] = False,
+) -> None:
+    """Build the caches of the embedded models (a no-op for ready ones)."""
+    from agents.models import ModelError, embedded_models, prepare_model
+
+    chosen = names or list(embedded_models())
+    try:
+        for model_name in chosen:
+            result = prepare_model(
+                model_name, force=force, progress=lambda m: console.print(m, highlight=False)
+            )
+            state = "built" if result.built else "ready"
+            console.print(
+                f"{model_name}: {state} ({result.seconds:.2f} s) {result.path}", highlight=False
+            )
+    except ModelError as exc:
+        raise _fail(str(exc)) from None
+
+
+def main() -> None:
+    app()
+
+
+def simulate_script(argv: list[str] | None = None) -> None:
+    """Entry of the root `simulate.py` (the Ray job script): `moralsim simulate` by another name."""
+    args = sys.argv[1:] if argv is None else argv
+    app(args=["simulate", *args], prog_name="simulate.py")

@@ -1,0 +1,1 @@
+"""scenarios package."""
