@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from moralsim.config import ConfigError, RunConfig, describe_fields, load_config
+from moralsim.scenarios_cli import scenarios_app
 
 app = typer.Typer(
     name="moralsim",
@@ -21,6 +22,7 @@ app = typer.Typer(
 )
 models_app = typer.Typer(help="List and prepare the embedded offline models.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
+app.add_typer(scenarios_app, name="scenarios")
 
 console = Console(stderr=True)
 

@@ -147,7 +147,7 @@ AGENTS: Registry[Callable[..., object]] = Registry("agent", "moralsim.agents")
 USER_POLICIES: Registry[Callable[..., object]] = Registry("user policy", "moralsim.user_policies")
 SCORERS: Registry[Callable[..., object]] = Registry("scorer", "moralsim.scorers")
 SCENARIO_PACKS: Registry[Callable[..., object]] = Registry(
-    "scenario pack", "moralsim.scenario_packs"
+    "scenario pack", "moralsim.scenario_packs", builtin_modules=["scenarios.packs"]
 )
 
 REGISTRIES: dict[str, Registry[Callable[..., object]]] = {

@@ -1,0 +1,76 @@
+"""Agreement-scorer training examples derived from a pack's questions (METHODS.md §3).
+
+From each question: its agreeing and disagreeing reference answers against its own RoT (on
+the question and on two paraphrases), and the neutral augmentations the MoralDial scorer is
+trained with: a mismatched RoT from another question of the same split, a non-answer
+("I don't know."), an empty answer, and an RoT that merely restates the answer. Everything
+stays inside the question's split, so no RoT text crosses splits.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+
+from scenarios.types import AgreementExample, MoralQuestion
+
+NON_ANSWERS = ("I don't know.", "I'm not sure.", "Hard to say, honestly.", "I can't really say.")
+
+
+def derive_agreement_examples(
+    questions: list[MoralQuestion], seed: int = 0
+) -> list[AgreementExample]:
+    """Eight labelled examples per question; the same questions and seed give the same list."""
+    rng = random.Random(seed)
+    by_split: dict[str, list[MoralQuestion]] = defaultdict(list)
+    for q in questions:
+        by_split[q.split].append(q)
+    out: list[AgreementExample] = []
+    for q in questions:
+        out.extend(_examples_for(q, by_split[q.split], rng))
+    return out
+
+
+def _examples_for(
+    q: MoralQuestion, same_split: list[MoralQuestion], rng: random.Random
+) -> list[AgreementExample]:
+    rot = q.rot.text
+    rows: list[tuple[str, str, str, str, str, str]] = [
+        ("agree", q.question, q.agree_answer, rot, "agree", "own-rot"),
+        ("disagree", q.question, q.disagree_answer, rot, "disagree", "own-rot"),
+    ]
+    k_agree, k_disagree = rng.sample(range(len(q.paraphrases)), 2)
+    rows += [
+        ("para-agree", q.paraphrases[k_agree], q.agree_answer, rot, "agree", "own-rot-paraphrase"),
+        (
+            "para-disagree",
+            q.paraphrases[k_disagree],
+            q.disagree_answer,
+            rot,
+            "disagree",
+            "own-rot-paraphrase",
+        ),
+    ]
+    others = [o for o in same_split if o.id != q.id and o.rot.text != rot]
+    unrelated = [o for o in others if not set(o.rot.foundations) & set(q.rot.foundations)]
+    if others:
+        other = rng.choice(unrelated or others)
+        answer = rng.choice((q.agree_answer, q.disagree_answer))
+        rows.append(("mismatched", q.question, answer, other.rot.text, "neutral", "mismatched-rot"))
+    rows += [
+        ("non-answer", q.question, rng.choice(NON_ANSWERS), rot, "neutral", "non-answer"),
+        ("empty", q.question, "", rot, "neutral", "empty-answer"),
+        ("restated", q.question, q.agree_answer, q.agree_answer, "neutral", "restated-answer"),
+    ]
+    return [
+        AgreementExample(
+            id=f"{q.id}/{suffix}",
+            question=question,
+            answer=answer,
+            rot=rule,
+            label=label,  # type: ignore[arg-type]
+            split=q.split,
+            kind=kind,
+        )
+        for suffix, question, answer, rule, label, kind in rows
+    ]

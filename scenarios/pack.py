@@ -1,0 +1,129 @@
+"""Scenario packs: a folder with a `pack.yaml` manifest and plain data files.
+
+```yaml
+name: core
+description: ...
+version: "1"
+questions: questions.jsonl        # required
+safety_rots: safety_rots.jsonl    # optional
+agreement: agreement_hard.jsonl   # optional hand-labelled examples
+dilemmas: dilemmas.yaml           # optional
+min_paraphrases: 5
+derive_agreement: true            # add examples derived from the questions
+seed: 0
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scenarios.agreement_examples import derive_agreement_examples
+from scenarios.loaders import (
+    LoadIssue,
+    ScenarioLoadError,
+    load_agreement_examples,
+    load_dilemmas,
+    load_questions,
+    load_safety_rots,
+)
+from scenarios.registry import SCENARIO_PACKS
+from scenarios.types import ScenarioPack
+
+MANIFEST = "pack.yaml"
+MANIFEST_KEYS = (
+    "name",
+    "description",
+    "version",
+    "license",
+    "questions",
+    "safety_rots",
+    "agreement",
+    "dilemmas",
+    "min_paraphrases",
+    "derive_agreement",
+    "seed",
+)
+
+
+@dataclass
+class PackLoad:
+    """A loaded pack and every record a lenient load left out."""
+
+    pack: ScenarioPack
+    issues: list[LoadIssue] = field(default_factory=list)
+
+
+def resolve_pack_path(spec: str | Path) -> Path:
+    """A pack folder, or the name of a registered pack."""
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return path
+    if isinstance(spec, str) and "/" not in spec and not spec.startswith("."):
+        factory = SCENARIO_PACKS.get(spec)
+        return Path(factory())  # type: ignore[arg-type]
+    raise ScenarioLoadError(path, "folder", None, "no such scenario pack folder")
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise ScenarioLoadError(path, "file", None, "missing pack manifest (pack.yaml)")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ScenarioLoadError(path, "file", None, f"cannot be parsed: {exc}") from None
+    if not isinstance(data, dict):
+        raise ScenarioLoadError(path, "file", None, "must be a mapping of keys")
+    for key in data:
+        if key not in MANIFEST_KEYS:
+            raise ScenarioLoadError(
+                path, "manifest", str(key), f"unknown key; valid: {', '.join(MANIFEST_KEYS)}"
+            )
+    if "questions" not in data:
+        raise ScenarioLoadError(path, "manifest", "questions", "missing (the question file name)")
+    return data
+
+
+def load_pack(spec: str | Path, *, skip_invalid: bool = False) -> PackLoad:
+    """Load a pack by folder or registered name; with skip_invalid, bad records are reported."""
+    folder = resolve_pack_path(spec)
+    manifest = _manifest(folder)
+    issues: list[LoadIssue] = []
+    min_paraphrases = int(manifest.get("min_paraphrases", 5))
+    questions, found = load_questions(
+        folder / manifest["questions"], min_paraphrases=min_paraphrases, skip_invalid=skip_invalid
+    )
+    issues += found
+    pack = ScenarioPack(
+        name=str(manifest.get("name", folder.name)),
+        path=folder,
+        description=str(manifest.get("description", "")),
+        version=str(manifest.get("version", "")),
+        questions=questions,
+    )
+    if manifest.get("safety_rots"):
+        pack.safety_rots, found = load_safety_rots(
+            folder / manifest["safety_rots"], skip_invalid=skip_invalid
+        )
+        issues += found
+    if manifest.get("derive_agreement", True):
+        pack.agreement_examples += derive_agreement_examples(
+            questions, seed=int(manifest.get("seed", 0))
+        )
+    if manifest.get("agreement"):
+        hard, found = load_agreement_examples(
+            folder / manifest["agreement"], skip_invalid=skip_invalid
+        )
+        pack.agreement_examples += hard
+        issues += found
+    if manifest.get("dilemmas"):
+        pack.dilemmas, found = load_dilemmas(
+            folder / manifest["dilemmas"], skip_invalid=skip_invalid
+        )
+        issues += found
+    return PackLoad(pack, issues)
