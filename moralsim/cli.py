@@ -24,7 +24,7 @@ models_app = typer.Typer(help="List and prepare the embedded offline models.", n
 app.add_typer(models_app, name="models")
 app.add_typer(scenarios_app, name="scenarios")
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
 
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", "-c", help="YAML run config.", dir_okay=False)

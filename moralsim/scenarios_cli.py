@@ -11,7 +11,7 @@ from rich.table import Table
 
 scenarios_app = typer.Typer(help="Inspect and validate scenario packs.", no_args_is_help=True)
 out = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 @scenarios_app.command("check")
@@ -60,16 +60,16 @@ def check(
     for title, counter in report.counts.items():
         if not counter:
             continue
-        table = Table(title=title, show_header=False)
+        table = Table(title=title, show_header=False, min_width=len(title) + 4)
         for key, value in sorted(counter.items()):
             table.add_row(str(key), str(value))
         out.print(table)
     for issue in loaded.issues:
-        out.print(f"[yellow]skipped[/] {issue}", highlight=False)
+        out.print(f"[yellow]skipped[/] {issue}", highlight=False, soft_wrap=True)
     for warning in report.warnings:
-        out.print(f"[yellow]warning[/] {warning}", highlight=False)
+        out.print(f"[yellow]warning[/] {warning}", highlight=False, soft_wrap=True)
     for error in report.errors:
-        out.print(f"[red]error[/] {error}", highlight=False)
+        out.print(f"[red]error[/] {error}", highlight=False, soft_wrap=True)
     if not report.similarity_checked:
         out.print("[yellow]embedding checks skipped[/]")
     verdict = "[green]pack OK[/]" if report.ok else f"[red]{len(report.errors)} error(s)[/]"

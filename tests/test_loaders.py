@@ -345,3 +345,17 @@ def test_bad_dilemma_names_line_and_field(
         load_dilemmas(path)
     assert f"line 2 (id test-library-fine), field '{field}'" in str(info.value)
     assert reason in str(info.value)
+
+
+def test_dilemma_duplicate_id_and_bad_byte(tmp_path: Path) -> None:
+    text = (DATA / "dilemmas_sample.yaml").read_text()
+    body = text.split("\n", 1)[1]  # drop the comment line, keep the list item
+    path = tmp_path / "d.yaml"
+    path.write_text(text + body)
+    with pytest.raises(ScenarioLoadError, match=r"\(id test-library-fine\), field 'id': duplicate id"):
+        load_dilemmas(path)
+    dilemmas, issues = load_dilemmas(path, skip_invalid=True)
+    assert len(dilemmas) == 1 and issues[0].field == "id"
+    path.write_bytes(text.encode().replace(b"village", b"vill\xe9ge", 1))
+    with pytest.raises(ScenarioLoadError, match=r"line 6: not valid UTF-8"):
+        load_dilemmas(path)
