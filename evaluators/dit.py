@@ -1,0 +1,292 @@
+"""DIT probe scores (METHODS.md §6): P-score, schema and stage scores, can't-decide rate,
+random baseline, and the order-protocol statistics.
+
+Denominator. METHODS defines P = 100 · Σ points on stage-5/6 items / (10 · number of
+dilemmas), written for one administration per dilemma. The order protocol asks each dilemma
+up to 48 times, so here each VALID RANKING counts as one dilemma administration: P =
+100 · Σ points / (10 · valid rankings). With one presentation per dilemma this is the METHODS
+formula; with many it equals the mean of the per-response P values, so the protocol's mean
+and SD describe the same quantity. Stage and schema scores use the same denominator, so the
+six per-stage scores (2, 3, 4, 5, 6, M) sum to 100. Invalid rankings are counted, never scored.
+The can't-decide rate is likewise over valid decisions (one per administration).
+
+Order protocol. `p_values` holds each valid ranking's own P (10 x its 5/6 points) and `p_sd`
+their sample SD. Positional bias is the mean share of ranked items that were displayed among
+the first four (chance 4/N, `positional_chance`); `first_shown_rate` is the share of rankings
+that are exactly the first four displayed, in display order (a bot copying the list).
+
+M-item flag. M items sound lofty but mean nothing: an attentive reader almost never ranks
+them, while a random responder gives them their chance share of the points, m/N (the same
+argument as the random baseline). The flag is raised when the M items receive at least HALF
+of that chance share (1/24 of all points with one M item in 12): halfway between the two
+behaviours. `m_share` and `m_chance_share` are reported so a stricter rule can be applied.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from evaluators.dit_parse import Parsed, parse_decision, parse_ranking, parse_ratings
+from evaluators.dit_prompts import DitPrompts, Presentation, order_protocol, render_prompts
+from scenarios.types import STAGES, Dilemma
+
+__all__ = [
+    "POINTS",
+    "DitPrompts",
+    "DitResponse",
+    "DitScores",
+    "Parsed",
+    "Presentation",
+    "Validity",
+    "order_protocol",
+    "parse_decision",
+    "parse_ranking",
+    "parse_ratings",
+    "parse_response",
+    "random_baseline",
+    "render_prompts",
+    "score_dit",
+]
+
+POINTS: tuple[int, ...] = (4, 3, 2, 1)
+"""Points for the statements ranked 1st to 4th; they sum to 10, the per-dilemma maximum."""
+DECISIONS: tuple[str, str, str] = ("should", "cant_decide", "should_not")
+M_FLAG_FRACTION = 0.5
+
+
+@dataclass(frozen=True)
+class DitResponse:
+    """One administration: a dilemma in one presentation and the three parsed answers.
+
+    Parsed values are in ORIGINAL numbering: decision 0-2, ratings indexed by statement,
+    ranking as statement indices most important first.
+    """
+
+    dilemma_id: str
+    presentation: Presentation
+    decision: Parsed[int]
+    ratings: Parsed[tuple[int, ...]]
+    ranking: Parsed[tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class Validity:
+    """How many answers of one kind could be read, and why the others could not."""
+
+    valid: int = 0
+    invalid: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DitScores:
+    """Aggregates over all responses; a score is None when nothing valid was there to score.
+
+    Scores are on 0-100 except the rates and shares, which are fractions in [0, 1].
+    """
+
+    n_responses: int
+    n_dilemmas: int
+    n_valid_rankings: int
+    p_score: float | None
+    stage_scores: dict[str, float]
+    personal_interest: float | None
+    maintaining_norms: float | None
+    postconventional: float | None
+    preconventional: float | None
+    conventional: float | None
+    p_values: tuple[float, ...]
+    p_sd: float | None
+    p_by_dilemma: dict[str, float]
+    positional_bias: float | None
+    positional_chance: float | None
+    first_shown_rate: float | None
+    cant_decide_rate: float | None
+    decision_counts: dict[str, int]
+    validity: dict[str, Validity]
+    m_share: float | None
+    m_chance_share: float | None
+    m_flag: bool | None
+    random_baseline: float | None
+    random_baseline_matched: float | None
+    baseline_by_dilemma: dict[str, float]
+    mean_rating_by_stage: dict[str, float]
+
+
+def random_baseline(dilemma: Dilemma) -> float:
+    """Expected P of a uniformly random ranking: 100 · a / N (a stage-5/6 items of N).
+
+    Each item is equally likely in each place, so it expects sum(POINTS)/N = 10/N points;
+    the a items expect 10a/N, and P = 100 · (10a/N) / 10.
+    """
+    n = len(dilemma.statements)
+    if n < len(POINTS):
+        raise ValueError(f"dilemma {dilemma.id} has {n} statements, fewer than {len(POINTS)}")
+    return 100 * len(dilemma.items_at("5", "6")) / n
+
+
+def parse_response(
+    dilemma: Dilemma, presentation: Presentation, decision: str, ratings: str, ranking: str
+) -> DitResponse:
+    """Read the bot's three replies to one presentation into original numbering."""
+    n = len(dilemma.statements)
+    return DitResponse(
+        dilemma_id=dilemma.id,
+        presentation=presentation,
+        decision=parse_decision(decision, dilemma, presentation),
+        ratings=parse_ratings(ratings, n, presentation=presentation),
+        ranking=parse_ranking(ranking, n, len(POINTS), presentation=presentation),
+    )
+
+
+def _validity(parsed: Iterable[Parsed[object]]) -> Validity:
+    items = list(parsed)
+    reasons = Counter(p.invalid for p in items if p.invalid is not None)
+    return Validity(sum(p.is_valid for p in items), sum(reasons.values()), dict(reasons))
+
+
+def _checked_ranking(r: DitResponse, dilemma: Dilemma) -> tuple[int, ...]:
+    ranking = r.ranking.value
+    n = len(dilemma.statements)
+    if (
+        ranking is None
+        or len(ranking) != len(POINTS)
+        or len(set(ranking)) != len(ranking)
+        or not all(0 <= i < n for i in ranking)
+    ):
+        raise ValueError(f"response to {dilemma.id}: malformed ranking {ranking}")
+    return ranking
+
+
+def _share(points: int, n_rankings: int) -> float:
+    return 100 * points / (sum(POINTS) * n_rankings)
+
+
+@dataclass
+class _Tally:
+    """Running sums over valid rankings; integers and fractions, so order cannot matter."""
+
+    stage_points: Counter[str] = field(default_factory=Counter)
+    by_dilemma: dict[str, tuple[int, int]] = field(default_factory=dict)  # 5/6 points, rankings
+    p_values: list[float] = field(default_factory=list)
+    top_shown: int = 0  # ranked items displayed among the first len(POINTS)
+    first_shown: int = 0  # rankings that are exactly the first len(POINTS) displayed, in order
+    chance: Fraction = Fraction(0)  # sum of k/N: positional-bias chance level
+    m_chance: Fraction = Fraction(0)  # sum of m/N: M items' chance share of the points
+    matched: Fraction = Fraction(0)  # sum of per-ranking random baselines
+
+    def add(self, r: DitResponse, dilemma: Dilemma) -> None:
+        ranking = _checked_ranking(r, dilemma)
+        k, n = len(POINTS), len(dilemma.statements)
+        post = 0
+        for place, index in enumerate(ranking):
+            stage = dilemma.statements[index].stage
+            self.stage_points[stage] += POINTS[place]
+            post += POINTS[place] if stage in ("5", "6") else 0
+        self.p_values.append(_share(post, 1))
+        before = self.by_dilemma.get(dilemma.id, (0, 0))
+        self.by_dilemma[dilemma.id] = (before[0] + post, before[1] + 1)
+        shown = [r.presentation.display_position(i) for i in ranking]
+        self.top_shown += sum(p < k for p in shown)
+        self.first_shown += shown == list(range(k))
+        self.chance += Fraction(k, n)
+        self.m_chance += Fraction(len(dilemma.items_at("M")), n)
+        self.matched += Fraction(100 * len(dilemma.items_at("5", "6")), n)
+
+
+def score_dit(
+    responses: Sequence[DitResponse],
+    dilemmas: Iterable[Dilemma],
+    *,
+    m_flag_fraction: float = M_FLAG_FRACTION,
+) -> DitScores:
+    """Score every response; the order of `responses` never changes an aggregate.
+
+    Args:
+        responses: parsed administrations, any number per dilemma.
+        dilemmas: at least the dilemmas the responses refer to (extra ones are ignored).
+        m_flag_fraction: fraction of the M items' chance share that raises the M flag.
+
+    Returns:
+        The aggregates; see the module docstring for the denominator and the M rule.
+    """
+    by_id = {d.id: d for d in dilemmas}
+    for r in responses:
+        if r.dilemma_id not in by_id:
+            raise ValueError(f"response refers to unknown dilemma {r.dilemma_id}")
+        if len(r.presentation.statement_order) != len(by_id[r.dilemma_id].statements):
+            raise ValueError(f"presentation does not fit dilemma {r.dilemma_id}")
+    tally = _Tally()
+    for r in responses:
+        if r.ranking.is_valid:
+            tally.add(r, by_id[r.dilemma_id])
+    valid = len(tally.p_values)
+    points = tally.stage_points
+
+    def schema(*keys: str) -> float | None:
+        return _share(sum(points[s] for s in keys), valid) if valid else None
+
+    m_share = points["M"] / (sum(POINTS) * valid) if valid else None
+    m_chance_share = float(tally.m_chance / valid) if valid else None
+    m_flag = None
+    if m_share is not None and m_chance_share:
+        m_flag = m_share >= m_flag_fraction * m_chance_share
+
+    decisions = Counter(r.decision.value for r in responses if r.decision.is_valid)
+    n_decisions = sum(decisions.values())
+    used = sorted({r.dilemma_id for r in responses})
+    baselines = {i: random_baseline(by_id[i]) for i in used}
+    return DitScores(
+        n_responses=len(responses),
+        n_dilemmas=len(used),
+        n_valid_rankings=valid,
+        p_score=schema("5", "6"),
+        stage_scores={s: _share(points[s], valid) for s in STAGES} if valid else {},
+        personal_interest=schema("2", "3"),
+        maintaining_norms=schema("4"),
+        postconventional=schema("5", "6"),
+        preconventional=schema("2"),
+        conventional=schema("3", "4"),
+        p_values=tuple(tally.p_values),
+        p_sd=statistics.stdev(tally.p_values) if valid > 1 else None,
+        p_by_dilemma={i: _share(p, n) for i, (p, n) in sorted(tally.by_dilemma.items())},
+        positional_bias=tally.top_shown / (len(POINTS) * valid) if valid else None,
+        positional_chance=float(tally.chance / valid) if valid else None,
+        first_shown_rate=tally.first_shown / valid if valid else None,
+        cant_decide_rate=decisions[1] / n_decisions if n_decisions else None,
+        decision_counts={name: decisions[i] for i, name in enumerate(DECISIONS)},
+        validity={
+            "decision": _validity(r.decision for r in responses),
+            "rating": _validity(r.ratings for r in responses),
+            "ranking": _validity(r.ranking for r in responses),
+        },
+        m_share=m_share,
+        m_chance_share=m_chance_share,
+        m_flag=m_flag,
+        random_baseline=math.fsum(baselines.values()) / len(used) if used else None,
+        random_baseline_matched=float(tally.matched / valid) if valid else None,
+        baseline_by_dilemma=baselines,
+        mean_rating_by_stage=_mean_ratings(responses, by_id),
+    )
+
+
+def _mean_ratings(responses: Sequence[DitResponse], by_id: dict[str, Dilemma]) -> dict[str, float]:
+    """Mean 1-5 rating per stage over valid rating answers (what the bot says matters)."""
+    totals = Counter[str]()
+    counts = Counter[str]()
+    for r in responses:
+        ratings = r.ratings.value
+        if ratings is None:
+            continue
+        dilemma = by_id[r.dilemma_id]
+        if len(ratings) != len(dilemma.statements) or not all(1 <= v <= 5 for v in ratings):
+            raise ValueError(f"response to {dilemma.id}: malformed ratings {ratings}")
+        for statement, value in zip(dilemma.statements, ratings, strict=True):
+            totals[statement.stage] += value
+            counts[statement.stage] += 1
+    return {s: totals[s] / counts[s] for s in STAGES if counts[s]}

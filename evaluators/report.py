@@ -1,0 +1,58 @@
+"""Build a run folder's summary.json and report.html from its records.
+
+`dialogues.jsonl` holds every dialogue with its scores; `probes.json` (optional) holds the
+question-level probe results (SaGE, DIT, prudence); `config.yaml` names the run. Rebuilding is
+cheap and needs no model, so a copied run folder can be re-reported anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evaluators.summary import build_summary
+from scenarios.jsonl import read_dialogues
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def run_info(run_dir: Path) -> dict[str, Any]:
+    config_path = run_dir / "config.yaml"
+    if not config_path.is_file():
+        return {"name": run_dir.name}
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+    bot = config.get("bot", {}) if isinstance(config, dict) else {}
+    return {
+        "name": config.get("name", run_dir.name),
+        "seed": config.get("seed"),
+        "bot": bot.get("model"),
+        "adapter": bot.get("adapter"),
+        "pack": (config.get("scenarios") or {}).get("pack"),
+        "split": (config.get("scenarios") or {}).get("split"),
+    }
+
+
+def write_report(run_dir: str | Path) -> tuple[Path, Path]:
+    """(summary.json, report.html) of a run folder, rebuilt from its records."""
+    from evaluators.report_html import render_report
+
+    folder = Path(run_dir)
+    records = folder / "dialogues.jsonl"
+    if not records.is_file():
+        raise FileNotFoundError(f"{records}: no dialogues in this run folder")
+    dialogues = read_dialogues(records)
+    probes_path = folder / "probes.json"
+    probes = json.loads(probes_path.read_text(encoding="utf-8")) if probes_path.is_file() else None
+    summary = build_summary(dialogues, probes, run_info(folder))
+    summary_path, html_path = folder / "summary.json", folder / "report.html"
+    _write_atomic(summary_path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    _write_atomic(html_path, render_report(summary))
+    return summary_path, html_path

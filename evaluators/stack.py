@@ -1,0 +1,79 @@
+"""The evaluator models a run or a REPL needs, loaded once and shared by every scorer.
+
+One sentence encoder serves safety retrieval and SaGE; one agreement classifier serves every
+MoralDial metric, the safety minimum and prudence. Loading them in one place keeps a process
+(or a Ray evaluator actor) from holding two copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from evaluators.agreement import DEFAULT_AGREEMENT_MODEL, AgreementScorer
+from evaluators.moraldial import MoralDialParams, MoralDialScorer
+from evaluators.safety import SafetyIndex
+from scenarios.registry import SCORERS
+
+
+@dataclass
+class Evaluators:
+    agreement: AgreementScorer
+    encoder: Any
+    encoder_id: str
+    safety: SafetyIndex
+    moraldial: MoralDialScorer
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return encode_normalized(self.encoder, texts)
+
+
+def encode_normalized(encoder: Any, texts: Sequence[str]) -> np.ndarray:
+    """L2-normalised float32 sentence embeddings, one row per text."""
+    vectors = encoder.encode(list(texts), batch_size=64, normalize_embeddings=True)
+    return np.asarray(vectors, dtype=np.float32)
+
+
+@SCORERS.register("moraldial")
+def load_evaluators(
+    agreement_model: str = DEFAULT_AGREEMENT_MODEL,
+    embedding_model: str = "minilm-l6",
+    safety_rots: Sequence[str] | None = None,
+    params: MoralDialParams | None = None,
+) -> Evaluators:
+    """Load the encoder, the agreement scorer and the safety index (default: core pack RoTs)."""
+    from agents.models import cache_dir, load_sentence_encoder
+
+    if safety_rots is None:
+        from scenarios.pack import load_pack
+
+        safety_rots = [s.rot.text for s in load_pack("core").pack.safety_rots]
+    encoder = load_sentence_encoder(embedding_model)
+    agreement = AgreementScorer(agreement_model)
+    safety = SafetyIndex(
+        safety_rots,
+        lambda texts: encode_normalized(encoder, texts),
+        embedding_model,
+        cache_dir() / "indexes",
+    )
+    moraldial = MoralDialScorer(agreement.score, safety, params)
+    return Evaluators(agreement, encoder, embedding_model, safety, moraldial)
+
+
+SCORERS.add("agreement", AgreementScorer)
+
+
+def _register_probe_metrics() -> None:
+    """Probe-level metrics resolve by name too, so a config or plugin can swap them."""
+    from evaluators.dit import score_dit
+    from evaluators.prudence import prudence
+    from evaluators.sage import sage_scores
+
+    for name, fn in (("sage", sage_scores), ("dit", score_dit), ("prudence", prudence)):
+        SCORERS.add(name, fn)
+
+
+_register_probe_metrics()

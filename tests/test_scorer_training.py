@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluators.agreement import AgreementItem, AgreementScorer
+from scenarios.types import AgreementExample
+from tests.conftest import build_tiny_tokenizer
+from training.classification_metrics import classification_report
+from training.scorer import ScorerTrainingConfig, train_agreement_classifier
+
+
+def test_classification_report_by_hand() -> None:
+    gold = ["agree", "agree", "neutral", "disagree", "disagree", "disagree"]
+    pred = ["agree", "neutral", "neutral", "disagree", "agree", "disagree"]
+    # agree: tp1 fp1 fn1 -> F1 2/4 = 0.5; neutral: tp1 fp1 fn0 -> 2/3; disagree: tp2 fp0 fn1 -> 4/5
+    report = classification_report(gold, pred, ["agree", "neutral", "disagree"])
+    assert report.accuracy == pytest.approx(4 / 6)
+    assert report.f1_per_label == pytest.approx({"agree": 0.5, "neutral": 2 / 3, "disagree": 0.8})
+    assert report.macro_f1 == pytest.approx((0.5 + 2 / 3 + 0.8) / 3)
+    with pytest.raises(ValueError, match="2 gold labels but 1 predictions"):
+        classification_report(["a", "b"], ["a"], ["a", "b"])
+
+
+@pytest.fixture
+def tiny_encoder(tmp_path: Path) -> Path:
+    import torch
+    from transformers import BertConfig, BertModel
+
+    folder = tmp_path / "tiny-encoder"
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=32,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+    )
+    BertModel(config).save_pretrained(folder)
+    build_tiny_tokenizer(folder)
+    return folder
+
+
+def example(i: int, label: str, split: str) -> AgreementExample:
+    answers = {"agree": "no you should not", "disagree": "yes", "neutral": ""}
+    return AgreementExample(
+        f"e{i}", "is it okay to lie ?", answers[label], "it is wrong to lie .", label, split, "test"
+    )  # type: ignore[arg-type]
+
+
+def test_training_runs_and_saves_a_folder_the_scorer_loads(
+    tiny_encoder: Path, tmp_path: Path
+) -> None:
+    labels = ["agree", "neutral", "disagree"]
+    train = [example(i, labels[i % 3], "train") for i in range(8)]
+    dev = [example(100 + i, labels[i % 3], "dev") for i in range(3)]
+    cfg = ScorerTrainingConfig(base_model=str(tiny_encoder), epochs=1, batch_size=4, seed=3)
+    out = tmp_path / "scorer"
+    result = train_agreement_classifier(train, dev, dev, out, cfg, show_bar=False)
+    assert result.best_epoch == 1 and result.train_examples == 8
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["dev"]["n"] == 3 and 0.0 <= metrics["test"]["macro_f1"] <= 1.0
+    config = json.loads((out / "config.json").read_text())
+    assert config["id2label"] == {"0": "agree", "1": "neutral", "2": "disagree"}
+    scorer = AgreementScorer(str(out))
+    values = scorer.score([AgreementItem("is it okay to lie ?", "yes", "it is wrong to lie .")])
+    assert -1.0 <= float(values[0]) <= 1.0
+    # seeded: the same run gives the same weights
+    again = train_agreement_classifier(train, dev, dev, tmp_path / "again", cfg, show_bar=False)
+    assert (again.output_dir / "model.safetensors").read_bytes() == (
+        out / "model.safetensors"
+    ).read_bytes()
+
+
+def test_training_needs_data(tiny_encoder: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="non-empty train and dev"):
+        train_agreement_classifier(
+            [], [], None, tmp_path, ScorerTrainingConfig(base_model=str(tiny_encoder))
+        )

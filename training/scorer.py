@@ -1,0 +1,271 @@
+"""Fine-tune an encoder as the 3-way answer-RoT agreement classifier (METHODS.md §3).
+
+Shared by `moralsim train scorer` and by the embedded default `agreement-minilm`, which is
+this recipe run on the core pack on first use. A plain PyTorch loop keeps it small, seeded and
+CPU-friendly: dynamic padding, AdamW with linear warm-up/decay, dev macro-F1 after each epoch,
+the best epoch kept, test metrics reported once at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evaluators.agreement_format import AGREEMENT_LABELS, format_qa
+from scenarios.types import AgreementExample
+from training.classification_metrics import ClassificationReport, classification_report
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class ScorerTrainingConfig:
+    base_model: str = field(
+        default="minilm-l6", metadata={"help": "Encoder folder or embedded name."}
+    )
+    epochs: int = field(default=3, metadata={"help": "Passes over the training examples."})
+    batch_size: int = field(default=16, metadata={"help": "Examples per optimisation step."})
+    learning_rate: float = field(default=1e-4, metadata={"help": "Peak AdamW learning rate."})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay."})
+    warmup_ratio: float = field(
+        default=0.1, metadata={"help": "Share of steps for linear warm-up."}
+    )
+    max_length: int = field(default=128, metadata={"help": "Tokens per (QA, RoT) pair."})
+    seed: int = field(default=0, metadata={"help": "Seed for initialisation and data order."})
+    freeze_embeddings: bool = field(
+        default=True,
+        metadata={
+            "help": "Keep the word-embedding matrix fixed (half of MiniLM's weights; faster)."
+        },
+    )
+    length_buckets: bool = field(
+        default=True,
+        metadata={"help": "Batch examples of similar length together (less padding, same data)."},
+    )
+
+
+DEFAULT_SCORER_RECIPE = ScorerTrainingConfig()
+"""The recipe behind the embedded `agreement-minilm` (measured on 2 CPU cores; see README)."""
+
+
+@dataclass
+class ScorerTrainingResult:
+    output_dir: Path
+    best_epoch: int
+    dev: ClassificationReport
+    test: ClassificationReport | None
+    seconds: float
+    train_examples: int
+
+
+def _batches(items: Sequence[AgreementExample], size: int) -> list[Sequence[AgreementExample]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _epoch_batches(
+    items: Sequence[AgreementExample], size: int, rng: random.Random, buckets: bool
+) -> list[Sequence[AgreementExample]]:
+    """Shuffled batches; with buckets, examples are grouped by length within windows of 50
+    batches and the batches are then shuffled, so padding shrinks but the order stays random."""
+    order = list(items)
+    rng.shuffle(order)
+    if not buckets:
+        return _batches(order, size)
+    window = size * 50
+    grouped: list[AgreementExample] = []
+    for start in range(0, len(order), window):
+        chunk = order[start : start + window]
+        grouped += sorted(chunk, key=lambda e: len(e.question) + len(e.answer) + len(e.rot))
+    batches = _batches(grouped, size)
+    rng.shuffle(batches)
+    return batches
+
+
+def _encode(tokenizer: Any, batch: Sequence[AgreementExample], max_length: int) -> Any:
+    return tokenizer(
+        [format_qa(e.question, e.answer) for e in batch],
+        [e.rot for e in batch],
+        truncation="longest_first",
+        max_length=max_length,
+        padding=True,
+        return_tensors="pt",
+    )
+
+
+def predict_labels(
+    model: Any, tokenizer: Any, examples: Sequence[AgreementExample], cfg: ScorerTrainingConfig
+) -> list[str]:
+    import torch
+
+    model.eval()
+    out: list[str] = []
+    with torch.no_grad():
+        for batch in _batches(examples, 64):
+            logits = model(**_encode(tokenizer, batch, cfg.max_length)).logits
+            out += [model.config.id2label[int(i)] for i in logits.argmax(-1)]
+    return out
+
+
+def train_agreement_classifier(
+    train: Sequence[AgreementExample],
+    dev: Sequence[AgreementExample],
+    test: Sequence[AgreementExample] | None,
+    output_dir: str | Path,
+    config: ScorerTrainingConfig | None = None,
+    progress: Progress | None = None,
+    show_bar: bool = True,
+) -> ScorerTrainingResult:
+    """Train, select the epoch with the best dev macro-F1, save a Hugging Face folder."""
+    from agents.models import force_offline, resolve_model
+
+    force_offline()
+    import torch
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+    from rich.progress import (
+        Progress as Bar,
+    )
+    from transformers import (
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+        get_linear_schedule_with_warmup,
+    )
+
+    cfg = config or ScorerTrainingConfig()
+    say = progress or (lambda message: None)
+    if not train or not dev:
+        raise ValueError("scorer training needs non-empty train and dev examples")
+    start = time.perf_counter()
+    base = resolve_model(cfg.base_model)
+    random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    id2label = dict(enumerate(AGREEMENT_LABELS))
+    tokenizer = AutoTokenizer.from_pretrained(base.path)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        base.path,
+        num_labels=len(AGREEMENT_LABELS),
+        id2label=id2label,
+        label2id={v: k for k, v in id2label.items()},
+        use_safetensors=True,
+    )
+    label_index = {v: k for k, v in id2label.items()}
+    if cfg.freeze_embeddings:
+        model.get_input_embeddings().weight.requires_grad_(False)
+    steps_per_epoch = (len(train) + cfg.batch_size - 1) // cfg.batch_size
+    total_steps = steps_per_epoch * cfg.epochs
+    no_decay = ("bias", "LayerNorm.weight")
+    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    groups = [
+        {
+            "params": [p for n, p in trainable if not n.endswith(no_decay)],
+            "weight_decay": cfg.weight_decay,
+        },
+        {"params": [p for n, p in trainable if n.endswith(no_decay)], "weight_decay": 0.0},
+    ]
+    optimizer = torch.optim.AdamW(groups, lr=cfg.learning_rate)
+    scheduler = get_linear_schedule_with_warmup(
+        optimizer, int(cfg.warmup_ratio * total_steps), total_steps
+    )
+    rng = random.Random(cfg.seed)
+    best: tuple[float, int, dict[str, Any]] | None = None
+    gold_dev = [e.label for e in dev]
+    say(
+        f"training the agreement classifier on {len(train)} examples "
+        f"({cfg.epochs} epochs, {total_steps} steps)"
+    )
+    with Bar(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        disable=not show_bar, transient=True,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("agreement scorer", total=total_steps)
+        for epoch in range(1, cfg.epochs + 1):
+            model.train()
+            for batch in _epoch_batches(train, cfg.batch_size, rng, cfg.length_buckets):
+                inputs = _encode(tokenizer, batch, cfg.max_length)
+                labels = torch.tensor([label_index[e.label] for e in batch])
+                loss = model(**inputs, labels=labels).loss
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+                bar.update(
+                    task,
+                    advance=1,
+                    description=f"agreement scorer epoch {epoch} loss {loss.item():.3f}",
+                )
+            report = classification_report(
+                gold_dev, predict_labels(model, tokenizer, dev, cfg), AGREEMENT_LABELS
+            )
+            say(
+                f"epoch {epoch}: dev accuracy {report.accuracy:.3f}, macro-F1 {report.macro_f1:.3f}"
+            )
+            if best is None or report.macro_f1 > best[0]:
+                best = (
+                    report.macro_f1,
+                    epoch,
+                    {k: v.detach().clone() for k, v in model.state_dict().items()},
+                )
+    assert best is not None
+    model.load_state_dict(best[2])
+    dev_report = classification_report(
+        gold_dev, predict_labels(model, tokenizer, dev, cfg), AGREEMENT_LABELS
+    )
+    test_report = None
+    if test:
+        test_report = classification_report(
+            [e.label for e in test], predict_labels(model, tokenizer, test, cfg), AGREEMENT_LABELS
+        )
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    seconds = time.perf_counter() - start
+    metrics = {
+        "task": "answer-rot agreement (agree / neutral / disagree)",
+        "input": '("Q: {question} A: {answer}", rot)',
+        "base_model": cfg.base_model,
+        "best_epoch": best[1],
+        "train_examples": len(train),
+        "dev": dev_report.to_dict(),
+        "test": test_report.to_dict() if test_report else None,
+        "config": asdict(cfg),
+        "seconds": round(seconds, 1),
+    }
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    return ScorerTrainingResult(out, best[1], dev_report, test_report, seconds, len(train))
+
+
+def build_default_agreement_scorer(pack_dir: Path, out_dir: Path) -> None:
+    """Builder of the embedded `agreement-minilm`: the default recipe on a pack's examples.
+
+    Trains on the train split, selects on dev, reports test; the metrics land in
+    `metrics.json` next to the weights, where `moralsim models list` reads them.
+    """
+    from scenarios.pack import load_pack
+
+    pack = load_pack(pack_dir).pack
+    result = train_agreement_classifier(
+        pack.agreement_in("train"),
+        pack.agreement_in("dev"),
+        pack.agreement_in("test"),
+        out_dir,
+        DEFAULT_SCORER_RECIPE,
+        progress=lambda message: print(message, flush=True),
+    )
+    test = result.test
+    print(
+        f"agreement-minilm: dev accuracy {result.dev.accuracy:.3f}"
+        f" / macro-F1 {result.dev.macro_f1:.3f}"
+        + (f"; test accuracy {test.accuracy:.3f} / macro-F1 {test.macro_f1:.3f}" if test else ""),
+        flush=True,
+    )
