@@ -13,6 +13,7 @@ from rich.table import Table
 
 from moralsim.config import ConfigError, RunConfig, describe_fields, load_config
 from moralsim.scenarios_cli import scenarios_app
+from moralsim.serve_cmd import serve
 
 app = typer.Typer(
     name="moralsim",
@@ -24,6 +25,7 @@ app = typer.Typer(
 models_app = typer.Typer(help="List and prepare the embedded offline models.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
 app.add_typer(scenarios_app, name="scenarios")
+app.command("serve")(serve)
 
 console = Console(stderr=True, soft_wrap=True)
 
@@ -169,9 +171,64 @@ def train_scorer(
 
 
 @app.command()
-def chat() -> None:
-    """Talk to a bot in the terminal with live scores."""
-    raise _not_yet("chat", "the agents/REPL issue")
+def chat(
+    model: Annotated[str, typer.Option(help="Bot: local folder or embedded name.")] = (
+        "smollm2-135m-instruct"
+    ),
+    adapter: Annotated[str | None, typer.Option(help="PEFT LoRA adapter folder.")] = None,
+    merge: Annotated[bool, typer.Option(help="Merge the adapter into the weights.")] = False,
+    endpoint: Annotated[
+        str | None, typer.Option(help="Chat with an OpenAI-compatible server instead (base URL).")
+    ] = None,
+    endpoint_model: Annotated[str, typer.Option(help="Model name on the endpoint.")] = "default",
+    api_key_env: Annotated[
+        str | None, typer.Option(help="Environment variable holding the endpoint's API key.")
+    ] = None,
+    system_prompt: Annotated[str | None, typer.Option(help="Instruction for the bot.")] = None,
+    max_new_tokens: Annotated[int, typer.Option(help="Longest reply in tokens.")] = 60,
+    agreement_model: Annotated[str, typer.Option(help="Agreement scorer.")] = "agreement-minilm",
+    embedding_model: Annotated[str, typer.Option(help="Sentence encoder.")] = "minilm-l6",
+    scores: Annotated[bool, typer.Option(help="Show live scores after every reply.")] = True,
+    seed: Annotated[int, typer.Option(help="Seed for decoding and phrases.")] = 0,
+) -> None:
+    """Talk to a bot in the terminal with live MoralDial scores (/help inside)."""
+    from agents.base import GenerationSettings
+    from agents.models import ModelError, cache_dir
+    from moralsim.repl import ChatSession, run_repl
+
+    settings = GenerationSettings(max_new_tokens=max_new_tokens, seed=seed)
+    try:
+        if endpoint:
+            from agents.openai_client import OpenAIChatAgent
+
+            agent = OpenAIChatAgent(
+                endpoint, endpoint_model, api_key_env=api_key_env, generation=settings,
+                system_prompt=system_prompt,
+            )  # fmt: skip
+        else:
+            from agents.hf import TransformersAgent
+
+            agent = TransformersAgent(
+                model,
+                adapter=adapter,
+                merge=merge,
+                system_prompt=system_prompt,
+                generation=settings,
+            )
+    except ModelError as exc:
+        raise _fail(str(exc)) from None
+    evaluators, unavailable = None, ""
+    if scores:
+        from evaluators.stack import load_evaluators
+
+        try:
+            evaluators = load_evaluators(agreement_model, embedding_model)
+        except (ModelError, OSError, ValueError) as exc:
+            unavailable = f"scorer unavailable: {exc}"
+    else:
+        unavailable = "scores off (--no-scores)"
+    session = ChatSession(agent, evaluators, unavailable=unavailable, seed=seed)
+    run_repl(session, history_file=cache_dir() / "chat_history")
 
 
 @app.command(name="eval")

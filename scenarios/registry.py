@@ -143,7 +143,9 @@ def _describe(obj: object) -> str:
     return f"{module}:{qualname}"
 
 
-AGENTS: Registry[Callable[..., object]] = Registry("agent", "moralsim.agents")
+AGENTS: Registry[Callable[..., object]] = Registry(
+    "agent", "moralsim.agents", builtin_modules=["agents.hf", "agents.openai_client"]
+)
 USER_POLICIES: Registry[Callable[..., object]] = Registry("user policy", "moralsim.user_policies")
 SCORERS: Registry[Callable[..., object]] = Registry(
     "scorer", "moralsim.scorers", builtin_modules=["evaluators.stack"]

@@ -86,3 +86,26 @@ def tiny_causal_lm(tmp_path: Path) -> Path:
     LlamaForCausalLM(config).save_pretrained(folder)
     build_tiny_tokenizer(folder)
     return folder
+
+
+@pytest.fixture
+def tiny_classifier(tmp_path: Path) -> Path:
+    """A random 3-label BERT whose label order is NOT agree/neutral/disagree."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    folder = tmp_path / "tiny-agreement"
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=32,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        num_labels=3,
+        id2label={0: "disagree", 1: "AGREE", 2: "neutral"},
+        label2id={"disagree": 0, "AGREE": 1, "neutral": 2},
+    )
+    BertForSequenceClassification(config).save_pretrained(folder)
+    build_tiny_tokenizer(folder)
+    return folder

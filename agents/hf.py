@@ -1,0 +1,219 @@
+"""Chatbots on local Hugging Face models: causal LMs and seq2seq, with optional LoRA adapters.
+
+Batching is the point: one `generate` over the pending turns of many dialogues (left padding,
+attention masks) is several times faster than one call per dialogue on a CPU. A history longer
+than the context is cut from the left, whole turns first, so the latest turns always survive.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from agents.base import AgentInfo, GenerationSettings, History, system_text
+from agents.models import ModelError, force_offline, resolve_model
+from scenarios.records import Turn
+from scenarios.registry import AGENTS
+
+ROLE_NAMES = {"user": "User", "bot": "Bot", "system": "System"}
+CHAT_ROLES = {"user": "user", "bot": "assistant", "system": "system"}
+END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>")
+_ROLE_PREFIX = re.compile(r"^\s*(?:bot|assistant|system|user)\s*[:\n]\s*", re.IGNORECASE)
+_NEXT_TURN = re.compile(r"\n\s*(?:user|bot|assistant|system)\s*:|<\|im_start\|>", re.IGNORECASE)
+
+
+def clean_reply(text: str) -> str:
+    """The bot's turn only: no leading role tag, nothing past the start of another turn."""
+    text = _ROLE_PREFIX.sub("", text, count=1)
+    match = _NEXT_TURN.search(text)
+    if match:
+        text = text[: match.start()]
+    return text.strip()
+
+
+def plain_prompt(history: History, system: str | None, add_bot_tag: bool = True) -> str:
+    """ "System:/User:/Bot:" lines for models without a chat template."""
+    lines = [f"System: {system}"] if system else []
+    lines += [f"{ROLE_NAMES[t.role]}: {t.text}" for t in history]
+    if add_bot_tag:
+        lines.append("Bot:")
+    return "\n".join(lines)
+
+
+@AGENTS.register("transformers")
+class TransformersAgent:
+    """A local model as a ChatAgent.
+
+    Args:
+        model: local folder or embedded name (causal LM or seq2seq).
+        adapter: optional PEFT LoRA adapter folder (adapter_config.json + safetensors).
+        merge: fold the adapter into the base weights (faster generation, same outputs).
+        system_prompt: instruction prepended to every dialogue.
+        rots: rules of thumb the bot is told to follow (SaGE §5.5 RoT prompting).
+        max_context_tokens: prompt plus reply budget; longer histories are cut from the left.
+        generation: default decoding settings (a call may pass others).
+        batch_size: most histories per `generate`.
+    """
+
+    def __init__(
+        self,
+        model: str = "smollm2-135m-instruct",
+        *,
+        adapter: str | None = None,
+        merge: bool = False,
+        system_prompt: str | None = None,
+        rots: Sequence[str] = (),
+        max_context_tokens: int = 1024,
+        generation: GenerationSettings | None = None,
+        batch_size: int = 16,
+        device: str = "cpu",
+    ) -> None:
+        force_offline()
+        import torch
+        from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+        resolved = resolve_model(model)
+        if resolved.kind not in ("causal-lm", "seq2seq-lm"):
+            raise ModelError(
+                f"bot model '{model}' at {resolved.path} is a {resolved.kind}, not a chat model"
+            )
+        self.seq2seq = resolved.kind == "seq2seq-lm"
+        self._torch = torch
+        self.tokenizer = AutoTokenizer.from_pretrained(resolved.path, padding_side="left")
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        loader = AutoModelForSeq2SeqLM if self.seq2seq else AutoModelForCausalLM
+        self.model = loader.from_pretrained(
+            resolved.path, dtype=torch.float32, use_safetensors=True
+        )
+        if adapter:
+            self.model = _with_adapter(self.model, adapter, merge)
+        self.model.to(device).eval()
+        self.device = device
+        self.system = system_text(system_prompt, rots)
+        self.max_context_tokens = max_context_tokens
+        self.generation = generation or GenerationSettings()
+        self.batch_size = batch_size
+        self.use_chat_template = not self.seq2seq and bool(self.tokenizer.chat_template)
+        self.stop_ids = self._stop_ids()
+        self.info = AgentInfo(model=model, adapter=adapter, backend="transformers")
+
+    # ------------------------------------------------------------------ prompts
+
+    def _stop_ids(self) -> list[int]:
+        ids = {self.tokenizer.eos_token_id}
+        vocab = self.tokenizer.get_vocab()
+        ids.update(vocab[t] for t in END_OF_TURN_TOKENS if t in vocab)
+        return sorted(i for i in ids if i is not None)
+
+    def _encode(self, history: History, extra_system: str | None = None) -> list[int]:
+        system = "\n\n".join(p for p in (self.system, extra_system) if p) or None
+        if self.use_chat_template:
+            messages = [{"role": "system", "content": system}] if system else []
+            messages += [{"role": CHAT_ROLES[t.role], "content": t.text} for t in history]
+            encoded = self.tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, tokenize=True, return_dict=True
+            )
+            return list(encoded["input_ids"])
+        text = plain_prompt(history, system, add_bot_tag=not self.seq2seq)
+        return list(self.tokenizer(text, add_special_tokens=True)["input_ids"])
+
+    def prompt_ids(self, history: History, max_new_tokens: int) -> list[int]:
+        """Token ids of the prompt, cut from the left to leave room for the reply.
+
+        Whole turns go first (oldest first, the system instruction is kept); only when the
+        latest turn alone is too long are tokens cut from its left.
+        """
+        budget = max(1, self.max_context_tokens - (0 if self.seq2seq else max_new_tokens))
+        # System turns in the history (e.g. from an API request) join the agent's own.
+        extra = "\n\n".join(t.text for t in history if t.role == "system") or None
+        turns = [t for t in history if t.role != "system"]
+        ids = self._encode(turns, extra)
+        while len(ids) > budget and len(turns) > 1:
+            turns = turns[1:]
+            ids = self._encode(turns, extra)
+        return ids[-budget:]
+
+    # ------------------------------------------------------------------ generation
+
+    def respond(
+        self,
+        histories: Sequence[History],
+        settings: GenerationSettings | None = None,
+        cancel: threading.Event | None = None,
+    ) -> list[str]:
+        """Replies in order; setting `cancel` stops generation early (the REPL's Ctrl-C)."""
+        s = settings or self.generation
+        replies: list[str] = []
+        for start in range(0, len(histories), self.batch_size):
+            replies += self._generate(histories[start : start + self.batch_size], s, cancel)
+        return replies
+
+    def _generate(
+        self,
+        histories: Sequence[History],
+        s: GenerationSettings,
+        cancel: threading.Event | None = None,
+    ) -> list[str]:
+        torch = self._torch
+        if not histories:
+            return []
+        prompts = [self.prompt_ids(h, s.max_new_tokens) for h in histories]
+        width = max(len(p) for p in prompts)
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+        attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": s.max_new_tokens,
+            "num_beams": s.num_beams,
+            "do_sample": s.do_sample,
+            "eos_token_id": self.stop_ids,
+            "pad_token_id": pad,
+        }
+        if s.do_sample:
+            kwargs.update(temperature=s.temperature, top_p=s.top_p)
+        else:
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        if cancel is not None:
+            kwargs["stopping_criteria"] = _cancel_criteria(cancel)
+        torch.manual_seed(s.seed)
+        with torch.no_grad():
+            out = self.model.generate(
+                input_ids=input_ids.to(self.device),
+                attention_mask=attention.to(self.device),
+                **kwargs,
+            )
+        new = out if self.seq2seq else out[:, width:]
+        texts = self.tokenizer.batch_decode(new, skip_special_tokens=True)
+        return [clean_reply(t) for t in texts]
+
+
+def _cancel_criteria(cancel: threading.Event) -> Any:
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class _Cancelled(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            import torch
+
+            return torch.full((input_ids.shape[0],), cancel.is_set(), dtype=torch.bool)
+
+    return StoppingCriteriaList([_Cancelled()])
+
+
+def _with_adapter(model: Any, adapter: str, merge: bool) -> Any:
+    from pathlib import Path
+
+    from peft import PeftModel
+
+    folder = Path(adapter).expanduser()
+    if not (folder / "adapter_config.json").is_file():
+        raise ModelError(f"{folder} is not a PEFT adapter folder: it has no adapter_config.json")
+    peft_model = PeftModel.from_pretrained(model, str(folder))
+    return peft_model.merge_and_unload() if merge else peft_model
+
+
+def history(*pairs: tuple[str, str]) -> list[Turn]:
+    """Build a history from (role, text) pairs: a convenience for scripts and tests."""
+    return [Turn(role, text) for role, text in pairs]  # type: ignore[arg-type]

@@ -1,0 +1,471 @@
+"""Serve any ChatAgent over the OpenAI chat-completions API.
+
+Why OpenAI's shape: every evaluation harness and chat UI already speaks it, so a trained moral
+bot can be probed by tools that know nothing about moralsim. Only the subset a dialogue needs
+is served: `GET /v1/models` and non-streaming `POST /v1/chat/completions` with `n=1`.
+
+Concurrent requests are batched (`Batcher`) because the agent contract is batched: a GPU
+answers eight histories in one `respond` call nearly as fast as one. Agent calls run one at a
+time in a worker thread, which keeps the event loop free to accept and queue new requests and
+keeps models that are not thread-safe out of trouble.
+
+Generation parameters: when the agent's `respond` accepts a `settings` keyword, a request's
+`max_tokens`, `temperature`, `top_p` and `seed` become a `GenerationSettings` (on top of the
+agent's own `generation` defaults when it has them). When it does not, they are ignored and the
+`x-moralsim-ignored-params` response header names them, as it also names any request field
+this server does not understand, so a client can tell that its setting had no effect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hmac
+import inspect
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import ValidationError as PydanticValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from agents.base import ChatAgent, GenerationSettings, History
+from scenarios.records import Role, Turn
+
+IGNORED_HEADER = "x-moralsim-ignored-params"
+GENERATION_FIELDS = ("max_tokens", "max_completion_tokens", "temperature", "top_p", "seed")
+_ROLE_TO_TURN: dict[str, Role] = {"system": "system", "user": "user", "assistant": "bot"}
+
+
+class AgentUnavailableError(RuntimeError):
+    """Raise from an agent for a transient failure (model reloading, out of memory).
+
+    The server answers 503 instead of 500, which OpenAI clients (ours included) retry.
+    """
+
+
+class _RequestError(Exception):
+    """A request the server refuses; carries the HTTP status and the OpenAI error type."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.kind = kind
+
+
+# --------------------------------------------------------------------------- request schema
+
+
+class ChatMessage(BaseModel):
+    """One OpenAI message; content must be plain text (no image or tool parts)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    role: Literal["system", "user", "assistant"]
+    content: StrictStr
+
+
+class ChatCompletionRequest(BaseModel):
+    """The OpenAI request fields this server reads; unknown fields are kept to be reported."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: StrictStr
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_tokens: StrictInt | None = Field(default=None, ge=1)
+    max_completion_tokens: StrictInt | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    seed: StrictInt | None = None
+    n: StrictInt = 1
+    stream: StrictBool = False
+
+    def given_generation_fields(self) -> list[str]:
+        return [name for name in GENERATION_FIELDS if getattr(self, name) is not None]
+
+    def unknown_fields(self) -> list[str]:
+        extra = self.model_extra or {}
+        return sorted(name for name, value in extra.items() if value is not None)
+
+
+def _describe_validation(errors: Sequence[Any]) -> str:
+    """Turn pydantic errors into `field 'messages[0].role': ...` messages a person can act on."""
+    parts = []
+    for err in errors:
+        loc = [p for p in err.get("loc", ()) if p != "body"]
+        where = ""
+        for piece in loc:
+            where += f"[{piece}]" if isinstance(piece, int) else (f".{piece}" if where else piece)
+        label = f"field '{where}'" if where else "request body"
+        parts.append(f"{label}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+def request_settings(
+    base: GenerationSettings,
+    *,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+) -> GenerationSettings:
+    """Overlay OpenAI request parameters on an agent's default decoding.
+
+    OpenAI has no `do_sample`: temperature 0 means greedy, so it switches sampling off;
+    a positive temperature (or, without a temperature, top_p < 1) switches it on. Anything the
+    request leaves out, num_beams included, stays as the agent's default.
+    """
+    changes: dict[str, Any] = {}
+    if max_tokens is not None:
+        changes["max_new_tokens"] = max_tokens
+    if seed is not None:
+        changes["seed"] = seed
+    if top_p is not None:
+        changes["top_p"] = top_p
+    if temperature is not None:
+        if temperature == 0:
+            changes["do_sample"] = False
+        else:
+            changes["do_sample"] = True
+            changes["temperature"] = temperature
+    elif top_p is not None and top_p < 1:
+        changes["do_sample"] = True
+    return dataclasses.replace(base, **changes)
+
+
+def accepts_settings(agent: ChatAgent) -> bool:
+    """Whether `agent.respond` takes a `settings` keyword (an explicit one or **kwargs)."""
+    try:
+        params = inspect.signature(agent.respond).parameters
+    except (TypeError, ValueError):
+        return False
+    if "settings" in params:
+        return params["settings"].kind in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+        )
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+# --------------------------------------------------------------------------- batching
+
+BatchRunner = Callable[[list[History], GenerationSettings | None], list[str]]
+
+
+@dataclass
+class _Pending:
+    history: History
+    settings: GenerationSettings | None
+    future: asyncio.Future[str]
+    arrived: float
+
+
+class Batcher:
+    """Groups concurrent requests with equal settings into one blocking `run` call.
+
+    The oldest waiting request decides: its batch closes `max_wait_ms` after it arrived, or as
+    soon as `max_batch_size` requests with its settings are queued, and takes those requests in
+    arrival order. Requests with other settings wait for the next round. One batch runs at a
+    time, in a worker thread; while it runs, new requests queue up, so under load the next
+    batch is already full when the thread comes back.
+
+    Args:
+        run: blocking function mapping (histories, settings) to one reply per history.
+        max_batch_size: most histories in one `run` call.
+        max_wait_ms: how long the oldest request may wait for company.
+    """
+
+    def __init__(self, run: BatchRunner, *, max_batch_size: int = 16, max_wait_ms: int = 20):
+        if max_batch_size < 1:
+            raise ValueError(f"max_batch_size must be at least 1, got {max_batch_size}")
+        if max_wait_ms < 0:
+            raise ValueError(f"max_wait_ms must not be negative, got {max_wait_ms}")
+        self._run = run
+        self.max_batch_size = max_batch_size
+        self.max_wait = max_wait_ms / 1000.0
+        self._queue: list[_Pending] = []
+        self._changed: asyncio.Event | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._running: list[_Pending] = []
+
+    async def submit(self, history: History, settings: GenerationSettings | None = None) -> str:
+        """Queue one history and wait for its reply (or the agent's exception)."""
+        loop = asyncio.get_running_loop()
+        self._ensure_worker(loop)
+        assert self._changed is not None
+        future: asyncio.Future[str] = loop.create_future()
+        self._queue.append(_Pending(history, settings, future, loop.time()))
+        self._changed.set()
+        return await future
+
+    async def aclose(self) -> None:
+        """Stop the worker; requests still queued fail with CancelledError."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.cancel()
+            with suppress(asyncio.CancelledError):
+                await worker
+        for item in [*self._running, *self._queue]:
+            if not item.future.done():
+                item.future.cancel()
+        self._queue.clear()
+        self._running = []
+
+    def _ensure_worker(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._worker is not None and self._loop is loop and not self._worker.done():
+            return
+        self._loop = loop
+        self._changed = asyncio.Event()
+        self._worker = loop.create_task(self._work(), name="moralsim-batcher")
+
+    def _matching(self, settings: GenerationSettings | None) -> int:
+        return sum(1 for item in self._queue if item.settings == settings)
+
+    async def _work(self) -> None:
+        assert self._changed is not None and self._loop is not None
+        loop = self._loop
+        while True:
+            self._queue = [item for item in self._queue if not item.future.done()]
+            if not self._queue:
+                self._changed.clear()
+                await self._changed.wait()
+                continue
+            head = self._queue[0]
+            deadline = head.arrived + self.max_wait
+            while self._matching(head.settings) < self.max_batch_size:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                self._changed.clear()
+                try:
+                    await asyncio.wait_for(self._changed.wait(), remaining)
+                except TimeoutError:
+                    break
+            batch = self._take(head.settings)
+            if batch:
+                await self._run_batch(batch, head.settings)
+
+    def _take(self, settings: GenerationSettings | None) -> list[_Pending]:
+        batch: list[_Pending] = []
+        rest: list[_Pending] = []
+        for item in self._queue:
+            wanted = len(batch) < self.max_batch_size and item.settings == settings
+            if wanted and not item.future.done():
+                batch.append(item)
+            elif not item.future.done():
+                rest.append(item)
+        self._queue = rest
+        return batch
+
+    async def _run_batch(self, batch: list[_Pending], settings: GenerationSettings | None) -> None:
+        histories = [item.history for item in batch]
+        self._running = batch
+        try:
+            replies = await asyncio.to_thread(self._run, histories, settings)
+            if len(replies) != len(histories):
+                raise RuntimeError(
+                    f"agent returned {len(replies)} replies for {len(histories)} histories"
+                )
+        except Exception as exc:
+            for item in batch:
+                if not item.future.done():
+                    item.future.set_exception(exc)
+            return
+        finally:
+            self._running = []
+        for item, reply in zip(batch, replies, strict=True):
+            if not item.future.done():
+                item.future.set_result(reply)
+
+
+# --------------------------------------------------------------------------- the app
+
+
+def _error(
+    status: int, message: str, kind: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    body = {"error": {"message": message, "type": kind, "code": status}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _count_words(text: str) -> int:
+    return len(text.split())
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, refused as soon as it is known to be too large (declared or actual size)."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            size = int(declared)
+        except ValueError:
+            raise _RequestError(400, f"invalid Content-Length header {declared!r}") from None
+        if size > limit:
+            raise _RequestError(
+                413, f"request body is {size} bytes; this server accepts at most {limit} bytes"
+            )
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > limit:
+            raise _RequestError(413, f"request body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _check_key(request: Request, api_key: str | None) -> None:
+    if api_key is None:
+        return
+    header = request.headers.get("authorization")
+    if not header:
+        raise _RequestError(
+            401, "missing API key: send 'Authorization: Bearer <key>'", "authentication_error"
+        )
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(
+        token.strip().encode(), api_key.encode()
+    ):
+        raise _RequestError(401, "invalid API key", "authentication_error")
+
+
+def create_app(
+    agent: ChatAgent,
+    model_name: str,
+    *,
+    api_key: str | None = None,
+    max_request_bytes: int = 1_000_000,
+    max_batch_size: int = 16,
+    max_wait_ms: int = 20,
+) -> FastAPI:
+    """An OpenAI-compatible app around one agent.
+
+    Token counts in `usage` come from the agent's `count_tokens(text) -> int` when it has one;
+    otherwise they are estimates: the number of whitespace-separated words, which is what an
+    agent without a tokenizer (or behind another API) can honestly offer.
+
+    Args:
+        agent: the bot; its `respond` is called from a worker thread, one batch at a time.
+        model_name: the only name accepted in a request's `model` field.
+        api_key: when set, every request must send `Authorization: Bearer <api_key>`.
+        max_request_bytes: larger bodies are refused with 413 before they are parsed.
+        max_batch_size: most requests answered by one `respond` call.
+        max_wait_ms: how long a request waits for others to share its batch.
+    """
+    with_settings = accepts_settings(agent)
+    base_settings = getattr(agent, "generation", None)
+    if not isinstance(base_settings, GenerationSettings):
+        base_settings = GenerationSettings()
+    counter = getattr(agent, "count_tokens", None)
+    count: Callable[[str], int] = counter if callable(counter) else _count_words
+
+    def run(histories: list[History], settings: GenerationSettings | None) -> list[str]:
+        if settings is None:
+            return list(agent.respond(histories))
+        return list(agent.respond(histories, settings=settings))  # type: ignore[call-arg]
+
+    batcher = Batcher(run, max_batch_size=max_batch_size, max_wait_ms=max_wait_ms)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await batcher.aclose()
+
+    app = FastAPI(title=f"moralsim: {model_name}", lifespan=lifespan)
+    app.state.batcher = batcher
+
+    @app.exception_handler(_RequestError)
+    async def _refused(_: Request, exc: _RequestError) -> JSONResponse:
+        return _error(exc.status, exc.message, exc.kind)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(400, _describe_validation(exc.errors()), "invalid_request_error")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail), "invalid_request_error")
+
+    @app.get("/v1/models")
+    async def list_models(request: Request) -> dict[str, Any]:
+        _check_key(request, api_key)
+        entry = {"id": model_name, "object": "model", "created": 0, "owned_by": "moralsim"}
+        return {"object": "list", "data": [entry]}
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> JSONResponse:
+        _check_key(request, api_key)
+        raw = await _read_body(request, max_request_bytes)
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise _RequestError(400, f"request body is not valid JSON: {exc}") from None
+        try:
+            body = ChatCompletionRequest.model_validate(data)
+        except PydanticValidationError as exc:
+            raise _RequestError(400, _describe_validation(exc.errors())) from None
+        if body.model != model_name:
+            raise _RequestError(
+                400, f"field 'model': this server serves '{model_name}', not '{body.model}'"
+            )
+        if body.n != 1:
+            raise _RequestError(400, f"field 'n': only n=1 is supported, got {body.n}")
+        if body.stream:
+            raise _RequestError(400, "field 'stream': streaming is not supported; send false")
+
+        ignored = body.unknown_fields()
+        settings: GenerationSettings | None = None
+        given = body.given_generation_fields()
+        if given and with_settings:
+            settings = request_settings(
+                base_settings,
+                max_tokens=body.max_completion_tokens or body.max_tokens,
+                temperature=body.temperature,
+                top_p=body.top_p,
+                seed=body.seed,
+            )
+        elif given:
+            ignored = sorted([*given, *ignored])
+
+        history = [Turn(role=_ROLE_TO_TURN[m.role], text=m.content) for m in body.messages]
+        try:
+            reply = await batcher.submit(history, settings)
+        except AgentUnavailableError as exc:
+            return _error(503, f"agent unavailable: {exc}", "server_error", {"retry-after": "1"})
+        except Exception as exc:
+            return _error(500, f"agent failed: {type(exc).__name__}: {exc}", "server_error")
+
+        prompt_tokens = sum(count(m.content) for m in body.messages)
+        completion_tokens = count(reply)
+        payload = {
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model_name,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+        headers = {IGNORED_HEADER: ",".join(ignored)} if ignored else None
+        return JSONResponse(payload, headers=headers)
+
+    return app
