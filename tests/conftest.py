@@ -88,24 +88,46 @@ def tiny_causal_lm(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.fixture
-def tiny_classifier(tmp_path: Path) -> Path:
-    """A random 3-label BERT whose label order is NOT agree/neutral/disagree."""
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification
+def tiny_bert_config(**extra: object) -> object:
+    """A 1-layer, 16-wide BERT over TINY_VOCAB-sized ids."""
+    from transformers import BertConfig
 
-    folder = tmp_path / "tiny-agreement"
-    torch.manual_seed(0)
-    config = BertConfig(
+    return BertConfig(
         vocab_size=32,
         hidden_size=16,
         num_hidden_layers=1,
         num_attention_heads=2,
         intermediate_size=32,
+        **extra,
+    )
+
+
+@pytest.fixture
+def tiny_classifier(tmp_path: Path) -> Path:
+    """A random 3-label BERT whose label order is NOT agree/neutral/disagree."""
+    import torch
+    from transformers import BertForSequenceClassification
+
+    folder = tmp_path / "tiny-agreement"
+    torch.manual_seed(0)
+    config = tiny_bert_config(
         num_labels=3,
         id2label={0: "disagree", 1: "AGREE", 2: "neutral"},
         label2id={"disagree": 0, "AGREE": 1, "neutral": 2},
     )
     BertForSequenceClassification(config).save_pretrained(folder)
+    build_tiny_tokenizer(folder)
+    return folder
+
+
+@pytest.fixture
+def tiny_encoder(tmp_path: Path) -> Path:
+    """A random BERT encoder folder (no task head), as a base for scorer training."""
+    import torch
+    from transformers import BertModel
+
+    folder = tmp_path / "tiny-encoder"
+    torch.manual_seed(0)
+    BertModel(tiny_bert_config()).save_pretrained(folder)
     build_tiny_tokenizer(folder)
     return folder

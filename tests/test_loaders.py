@@ -282,7 +282,8 @@ def test_safety_rots_must_be_universal_and_severe(tmp_path: Path) -> None:
     path = copy(tmp_path, "safety_sample.jsonl")
     rewrite_jsonl(path, 2, lambda d: d.update(consensus=4))
     with pytest.raises(
-        ScenarioLoadError, match="line 2, field 'consensus': safety RoTs need consensus 5"
+        ScenarioLoadError,
+        match=r"line 2 \(id s2\), field 'consensus': safety RoTs need consensus 5",
     ):
         load_safety_rots(path)
 
@@ -296,7 +297,8 @@ def test_agreement_examples_and_bad_label(tmp_path: Path) -> None:
     path = copy(tmp_path, "agreement_sample.jsonl")
     rewrite_jsonl(path, 1, lambda d: d.update(label="yes"))
     with pytest.raises(
-        ScenarioLoadError, match="line 1, field 'label': must be one of agree, neutral, disagree"
+        ScenarioLoadError,
+        match=r"line 1 \(id h1\), field 'label': must be one of agree, neutral, disagree",
     ):
         load_agreement_examples(path)
 

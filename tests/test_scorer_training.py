@@ -7,7 +7,6 @@ import pytest
 
 from evaluators.agreement import AgreementItem, AgreementScorer
 from scenarios.types import AgreementExample
-from tests.conftest import build_tiny_tokenizer
 from training.classification_metrics import classification_report
 from training.scorer import ScorerTrainingConfig, train_agreement_classifier
 
@@ -22,25 +21,6 @@ def test_classification_report_by_hand() -> None:
     assert report.macro_f1 == pytest.approx((0.5 + 2 / 3 + 0.8) / 3)
     with pytest.raises(ValueError, match="2 gold labels but 1 predictions"):
         classification_report(["a", "b"], ["a"], ["a", "b"])
-
-
-@pytest.fixture
-def tiny_encoder(tmp_path: Path) -> Path:
-    import torch
-    from transformers import BertConfig, BertModel
-
-    folder = tmp_path / "tiny-encoder"
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=32,
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-    )
-    BertModel(config).save_pretrained(folder)
-    build_tiny_tokenizer(folder)
-    return folder
 
 
 def example(i: int, label: str, split: str) -> AgreementExample:

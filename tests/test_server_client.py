@@ -513,3 +513,18 @@ def test_serve_command_builds_the_agent_and_app(monkeypatch: pytest.MonkeyPatch)
     missing = CliRunner().invoke(cli, ["serve", "--api-key-env", "MORALSIM_UNSET_KEY_X"])
     assert missing.exit_code == 2
     assert "MORALSIM_UNSET_KEY_X" in missing.output
+
+
+def test_client_against_a_served_tiny_transformers_bot(
+    serve: Callable[..., str], tiny_causal_lm
+) -> None:
+    from agents.hf import TransformersAgent
+
+    bot = TransformersAgent(str(tiny_causal_lm), generation=GenerationSettings(max_new_tokens=5))
+    url = serve(bot, max_wait_ms=100)
+    histories = [[Turn("user", "is it okay to lie ?")], [Turn("user", "why ?")]]
+    settings = GenerationSettings(max_new_tokens=5)
+    client = OpenAIChatAgent(
+        f"{url}/v1", MODEL, api_key_env=None, concurrency=2, generation=settings
+    )
+    assert client.respond(histories) == bot.respond(histories)  # same greedy replies over HTTP

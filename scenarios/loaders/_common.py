@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from scenarios.rot import FOUNDATIONS
 
@@ -178,3 +179,46 @@ def foundations_field(value: Any, key: str) -> tuple[str, ...]:
         if name not in out:
             out.append(name)
     return tuple(out)
+
+
+class _Identified(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+R = TypeVar("R", bound=_Identified)
+
+
+def load_jsonl_records(
+    path: str | Path, parse: Callable[[Any], R], skip_invalid: bool = False
+) -> tuple[list[R], list[LoadIssue]]:
+    """One JSON object per line, parsed into records whose `id` must be unique in the file."""
+    collector = Collector(Path(path), skip_invalid)
+    out: list[R] = []
+    seen: dict[str, int] = {}
+    for number, line in read_utf8_lines(collector):
+        if not line.strip():
+            continue
+        where = f"line {number}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            collector.problem(where, None, f"invalid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        ident = data.get("id") if isinstance(data, dict) else None
+        try:
+            if not isinstance(data, dict):
+                raise RecordInvalid(None, f"expected a JSON object, got {type(data).__name__}")
+            record = parse(data)
+        except RecordInvalid as exc:
+            located = f"{where} (id {ident})" if isinstance(ident, str) else where
+            collector.problem(located, exc.field, exc.reason)
+            continue
+        if record.id in seen:
+            collector.problem(
+                where, "id", f"duplicate id '{record.id}' (first on line {seen[record.id]})"
+            )
+            continue
+        seen[record.id] = number
+        out.append(record)
+    return out, collector.issues

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from scenarios.loaders._common import (
-    Collector,
     LoadIssue,
     RecordInvalid,
     foundations_field,
     int_in_range,
-    read_utf8_lines,
+    load_jsonl_records,
     text_field,
 )
 from scenarios.rot import RoT
@@ -103,34 +101,9 @@ def load_questions(
     path: str | Path, *, min_paraphrases: int = 5, skip_invalid: bool = False
 ) -> tuple[list[MoralQuestion], list[LoadIssue]]:
     """Load a question JSONL file; ids must be unique within it."""
-    collector = Collector(Path(path), skip_invalid)
-    out: list[MoralQuestion] = []
-    seen: dict[str, int] = {}
-    for number, line in read_utf8_lines(collector):
-        if not line.strip():
-            continue
-        where = f"line {number}"
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            collector.problem(where, None, f"invalid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        try:
-            question = parse_question(data, min_paraphrases)
-        except RecordInvalid as exc:
-            qid = data.get("id") if isinstance(data, dict) else None
-            collector.problem(
-                f"{where} (id {qid})" if isinstance(qid, str) else where, exc.field, exc.reason
-            )
-            continue
-        if question.id in seen:
-            collector.problem(
-                where, "id", f"duplicate id '{question.id}' (first on line {seen[question.id]})"
-            )
-            continue
-        seen[question.id] = number
-        out.append(question)
-    return out, collector.issues
+    return load_jsonl_records(
+        path, lambda data: parse_question(data, min_paraphrases), skip_invalid
+    )
 
 
 def question_to_dict(q: MoralQuestion) -> dict[str, Any]:
