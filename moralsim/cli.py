@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from moralsim.config import ConfigError, RunConfig, describe_fields, load_config
+from moralsim.config import ConfigError, RunConfig, describe_fields, load_config, save_config
 from moralsim.scenarios_cli import scenarios_app
 from moralsim.serve_cmd import serve
 
@@ -74,7 +74,7 @@ def _run_config(
 
 def _print_config_fields() -> None:
     table = Table(title="run config keys (YAML or --set key=value)")
-    table.add_column("key")
+    table.add_column("key", no_wrap=True)
     table.add_column("default")
     table.add_column("meaning")
     for key, default, help_text in describe_fields(RunConfig):
@@ -111,8 +111,10 @@ def simulate(
         except ModelError as exc:
             raise _fail(f"{key}: {exc}") from None
         ready.append(f"{spec} ({resolved.kind})")
+    saved = save_config(run, run.run_dir / "config.yaml")
     console.print(
-        f"config valid (run '{run.name}', seed {run.seed}); models ready: {', '.join(ready)}.\n"
+        f"config valid (run '{run.name}', seed {run.seed}; saved to {saved}); "
+        f"models ready: {', '.join(ready)}.\n"
         "[yellow]The simulation runtime is not built yet (it arrives with the simulation "
         "runtime issue); nothing was simulated.[/]",
         highlight=False,
@@ -258,7 +260,8 @@ def models_list() -> None:
     from agents.models import MARKER, ModelError, cache_dir, embedded_models
 
     table = Table(title=f"embedded models (cache: {cache_dir()})")
-    for column in ("name", "kind", "package", "status", "path"):
+    table.add_column("name", no_wrap=True)
+    for column in ("kind", "package", "status", "path"):
         table.add_column(column, overflow="fold")
     for model in embedded_models().values():
         version = model.package_version()
