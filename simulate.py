@@ -1,8 +1,7 @@
-"""Run a moralsim simulation: `python simulate.py` locally, or as a Ray job:
+"""Run a moralsim simulation: `python simulate.py` (a demo) or with `--config run.yaml`.
 
-    ray job submit --working-dir . -- python simulate.py --config run.yaml
-
-Takes the same options as `moralsim simulate` (see `python simulate.py --help`).
+Takes the same options as `moralsim simulate` (see `python simulate.py --help`). Once the Ray
+runtime lands, the same script is the job of `ray job submit --working-dir . -- python simulate.py`.
 """
 
 from moralsim.cli import simulate_script

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,11 @@ def write_report(run_dir: str | Path) -> tuple[Path, Path]:
     dialogues = read_dialogues(records)
     probes_path = folder / "probes.json"
     probes = json.loads(probes_path.read_text(encoding="utf-8")) if probes_path.is_file() else None
-    summary = build_summary(dialogues, probes, run_info(folder))
+    info = run_info(folder)
+    # The run's date is when its last dialogue was written, not when the report was rebuilt.
+    written = datetime.fromtimestamp(records.stat().st_mtime, tz=UTC)
+    info["date"] = written.strftime("%Y-%m-%d %H:%M UTC")
+    summary = build_summary(dialogues, probes, info)
     summary_path, html_path = folder / "summary.json", folder / "report.html"
     _write_atomic(summary_path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     _write_atomic(html_path, render_report(summary))

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from moralsim.config import ConfigError, RunConfig, describe_fields, load_config, save_config
+from moralsim.config import ConfigError, RunConfig, describe_fields, load_config
 from moralsim.scenarios_cli import scenarios_app
 from moralsim.serve_cmd import serve
 
@@ -90,6 +90,9 @@ def simulate(
     name: Annotated[str | None, typer.Option(help="Run name (overrides the config).")] = None,
     output_dir: Annotated[str | None, typer.Option(help="Parent folder of runs.")] = None,
     num_dialogues: Annotated[int | None, typer.Option(help="Dialogues to simulate.")] = None,
+    resume: Annotated[
+        bool, typer.Option(help="Continue a run; finished dialogues are kept.")
+    ] = False,
     show_config: Annotated[bool, typer.Option(help="Print every config key and exit.")] = False,
 ) -> None:
     """Simulate users discussing moral questions with a bot, scoring every bot turn live."""
@@ -97,28 +100,46 @@ def simulate(
         _print_config_fields()
         return
     from agents.models import ModelError, resolve_model
+    from moralsim.run_simulation import check_runnable
+    from moralsim.run_simulation import simulate as run_simulation
 
     run = _run_config(config, set_, seed, name, output_dir, num_dialogues)
-    specs = {
-        "bot.model": run.bot.model,
-        "evaluators.embedding_model": run.evaluators.embedding_model,
-        "evaluators.agreement_model": run.evaluators.agreement_model,
-    }
-    ready = []
-    for key, spec in specs.items():
-        try:
-            resolved = resolve_model(spec, progress=lambda m: console.print(m, highlight=False))
-        except ModelError as exc:
-            raise _fail(f"{key}: {exc}") from None
-        ready.append(f"{spec} ({resolved.kind})")
-    saved = save_config(run, run.run_dir / "config.yaml")
+    try:
+        check_runnable(run)
+        for key, spec in (
+            ("bot.model", run.bot.model),
+            ("evaluators.embedding_model", run.evaluators.embedding_model),
+            ("evaluators.agreement_model", run.evaluators.agreement_model),
+        ):
+            try:
+                resolve_model(spec, progress=lambda m: console.print(m, highlight=False))
+            except ModelError as exc:
+                raise _fail(f"{key}: {exc}") from None
+        result = run_simulation(run, resume=resume, say=lambda m: console.print(m, highlight=False))
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    _print_summary(result.run_dir)
     console.print(
-        f"config valid (run '{run.name}', seed {run.seed}; saved to {saved}); "
-        f"models ready: {', '.join(ready)}.\n"
-        "[yellow]The simulation runtime is not built yet (it arrives with the simulation "
-        "runtime issue); nothing was simulated.[/]",
+        f"{result.dialogues_written} dialogues ({result.skipped} already done), "
+        f"{result.bot_turns} bot turns in {result.seconds:.0f} s -> {result.run_dir}/report.html",
         highlight=False,
     )
+
+
+def _print_summary(run_dir: Path) -> None:
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    table = Table(title=f"{summary['run'].get('name')}: MoralDial metrics (x100, 95% CI)")
+    for column in ("metric", "mean", "95% CI", "n"):
+        table.add_column(column, no_wrap=True)
+    for metric, entry in summary["metrics"].items():
+        mean, ci = entry["mean"], entry["ci95"]
+        table.add_row(
+            metric,
+            "—" if mean is None else f"{100 * mean:+.1f}",
+            "—" if ci is None else f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]",
+            str(entry["n"]),
+        )
+    Console().print(table)
 
 
 train_app = typer.Typer(help="Train moral bots and agreement scorers.", no_args_is_help=True)

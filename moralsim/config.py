@@ -73,7 +73,9 @@ class EvaluatorConfig:
 
 @dataclass
 class RuntimeConfig:
-    ray: bool = _f(True, "Run with Ray actors; false runs everything in this process.")
+    ray: bool = _f(
+        False, "Run with Ray actors (not built yet in this version); false runs in this process."
+    )
     address: str | None = _f(None, "Ray cluster address; None starts or joins a local one.")
     bot_replicas: int = _f(1, "Bot actors, each holding one copy of the bot model.")
     evaluator_replicas: int = _f(1, "Evaluator actors, each holding the scorer models.")
@@ -86,7 +88,7 @@ class RunConfig:
     output_dir: str = _f("runs", "Parent folder of run folders.")
     seed: int = _f(0, "Seed for question sampling, phrases and decoding.")
     num_dialogues: int = _f(20, "Dialogues to simulate (questions drawn from the split).")
-    flows: list[str] = _f(["moraldial", "sage", "dit"], "Flows and probes to run.")
+    flows: list[str] = _f(["moraldial"], "Flows and probes to run (sage and dit: not built yet).")
     scenarios: ScenarioConfig = _nested(ScenarioConfig, "Which questions to use.")
     bot: BotConfig = _nested(BotConfig, "The chatbot under evaluation.")
     user: UserConfig = _nested(UserConfig, "The simulated user.")

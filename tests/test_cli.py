@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,25 +10,47 @@ from typer.testing import CliRunner
 
 from moralsim.cli import app
 from moralsim.config import load_config
+from scenarios.jsonl import read_dialogues
 
 
 def run(*args: str):
     return CliRunner().invoke(app, list(args), terminal_width=200)
 
 
-def test_simulate_validates_saves_the_config_and_says_what_is_missing(
-    tiny_causal_lm: Path, tiny_classifier: Path, tmp_path: Path
+def test_simulate_runs_dialogues_and_writes_the_run_folder(
+    tiny_causal_lm: Path, tiny_classifier: Path, tmp_path: Path, isolated_cache: Path
 ) -> None:
-    result = run(
+    args = [
         "simulate", "--output-dir", str(tmp_path), "--name", "t1", "--seed", "5",
-        "--set", f"bot.model={tiny_causal_lm}",
+        "--num-dialogues", "3", "--set", f"bot.model={tiny_causal_lm}",
         "--set", f"evaluators.agreement_model={tiny_classifier}",
-    )  # fmt: skip
+        "--set", "bot.generation.max_new_tokens=4",
+    ]  # fmt: skip
+    result = run(*args)
     assert result.exit_code == 0, result.output
-    assert "simulation runtime is not built yet" in result.output
-    saved = tmp_path / "t1" / "config.yaml"
-    config = load_config(saved)
+    folder = tmp_path / "t1"
+    config = load_config(folder / "config.yaml")
     assert config.seed == 5 and config.bot.model == str(tiny_causal_lm)
+    dialogues = read_dialogues(folder / "dialogues.jsonl")
+    assert len(dialogues) == 3 and all(d.meta["split"] == "test" for d in dialogues)
+    summary = json.loads((folder / "summary.json").read_text())
+    for metric in ("S_MA", "S_ME", "S_MR1", "S_MR", "S_RIL"):
+        assert summary["metrics"][metric]["n"] == 3, metric
+    assert (folder / "report.html").read_text().startswith("<!DOCTYPE html>")
+    # a second run into the same folder is refused; --resume keeps what is there
+    again = run(*args)
+    assert again.exit_code == 2 and "pass --resume" in again.output
+    resumed = run(*args, "--resume")
+    assert resumed.exit_code == 0, resumed.output
+    assert "0 dialogues (3 already done)" in resumed.output
+    assert len(read_dialogues(folder / "dialogues.jsonl")) == 3
+
+
+def test_unbuilt_runtime_parts_are_refused_with_the_key_to_change() -> None:
+    result = run("simulate", "--set", "runtime.ray=true")
+    assert result.exit_code == 2 and "--set runtime.ray=false" in result.output
+    result = run("simulate", "--set", "flows=[moraldial, sage]")
+    assert result.exit_code == 2 and "'flows': 'sage' is not available yet" in result.output
 
 
 def test_simulate_rejects_a_bad_config(tmp_path: Path) -> None:

@@ -1,0 +1,65 @@
+"""The MoralDial simulated user: holds a hidden RoT and decides each move from live scores.
+
+Flow (METHODS.md §4): ask Q -> the bot answers A -> ask why (ME) -> the bot gives R_bot ->
+push back with a but-phrase + the hidden RoT when S_MR1 < 0.35 (a firmer phrase below -0.35)
+-> the bot revises (MR) -> a base-phrase + the related question sharing the RoT (RIL) -> the
+bot answers A_new -> done. The RoT never appears in a user turn except in the push-back.
+"""
+
+from __future__ import annotations
+
+import random
+
+from evaluators.moraldial import MoralDialParams
+from scenarios.phrases import pick, pushback
+from scenarios.records import Dialogue, Turn
+from scenarios.registry import USER_POLICIES
+from scenarios.types import MoralQuestion
+
+BOT_STEP_AFTER = {
+    "question": "answer",
+    "why": "explanation",
+    "pushback": "revision",
+    "related": "new_answer",
+}
+
+
+@USER_POLICIES.register("moraldial")
+class MoralDialUser:
+    """One user for one question; `next` returns the next user turn, or None when done."""
+
+    def __init__(
+        self, question: MoralQuestion, params: MoralDialParams, rng: random.Random
+    ) -> None:
+        self.question = question
+        self.params = params
+        self.rng = rng
+
+    def next(self, dialogue: Dialogue) -> Turn | None:
+        last = next(
+            (t.meta.get("step") for t in reversed(dialogue.turns) if t.role == "user"), None
+        )
+        if last is None:
+            return Turn(
+                "user",
+                self.question.question,
+                {"step": "question", "question": self.question.question},
+            )
+        if last == "question":
+            return Turn("user", pick("why", self.rng), {"step": "why"})
+        if last == "why":
+            s_mr1 = next((s.value for s in dialogue.scores if s.name == "S_MR1"), None)
+            if s_mr1 is not None and s_mr1 < self.params.pushback_below:
+                firm = s_mr1 < self.params.firm_below
+                text = pushback(self.question.rot.text, self.rng, firm=firm)
+                return Turn("user", text, {"step": "pushback", "firm": firm})
+            return self._related()
+        if last == "pushback":
+            return self._related()
+        return None
+
+    def _related(self) -> Turn:
+        related = self.question.related_question
+        return Turn(
+            "user", pick("base", self.rng) + related, {"step": "related", "question": related}
+        )
