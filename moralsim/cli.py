@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -273,6 +273,46 @@ def report(
     except (FileNotFoundError, JsonlError) as exc:
         raise _fail(str(exc)) from None
     console.print(f"wrote {summary} and {html}", highlight=False)
+
+
+@app.command()
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="First run folder (e.g. the base bot).")],
+    run_b: Annotated[Path, typer.Argument(help="Second run folder (e.g. the moral bot).")],
+) -> None:
+    """Two runs side by side: each metric with its 95% CI, and the difference B - A."""
+    from evaluators.compare import compare_runs
+    from scenarios.jsonl import JsonlError
+
+    try:
+        rows = compare_runs(run_a, run_b)
+    except (FileNotFoundError, JsonlError) as exc:
+        raise _fail(str(exc)) from None
+
+    def cell(est: Any) -> str:
+        if est.mean is None:
+            return "—"
+        ci = "" if est.ci_low is None else f" [{100 * est.ci_low:+.1f}, {100 * est.ci_high:+.1f}]"
+        return f"{100 * est.mean:+.1f}{ci} (n={est.n})"
+
+    table = Table(title="x100, 95% CI; difference with a Welch t interval")
+    same = run_a.name == run_b.name
+    for column in (
+        "metric",
+        str(run_a) if same else run_a.name,
+        str(run_b) if same else run_b.name,
+        "B - A",
+    ):
+        table.add_column(column, no_wrap=True)
+    for r in rows:
+        if r.diff is None:
+            diff = "—"
+        elif r.diff_low is None:
+            diff = f"{100 * r.diff:+.1f}"
+        else:
+            diff = f"{100 * r.diff:+.1f} [{100 * r.diff_low:+.1f}, {100 * r.diff_high:+.1f}]"
+        table.add_row(r.metric, cell(r.a), cell(r.b), diff)
+    Console(width=200).print(table)
 
 
 @models_app.command("list")
