@@ -72,6 +72,13 @@ class EvaluatorConfig:
 
 
 @dataclass
+class ProbeConfig:
+    sage_questions: int = _f(5, "Questions whose 5 paraphrases the SaGE probe asks.")
+    sage_rot_prompt: bool = _f(False, "Also run SaGE with the bot told each question's RoT.")
+    sage_variant: str = _f("reference", "SaGE definition: reference or paper.")
+
+
+@dataclass
 class RuntimeConfig:
     ray: bool = _f(
         False, "Run with Ray actors (not built yet in this version); false runs in this process."
@@ -88,11 +95,14 @@ class RunConfig:
     output_dir: str = _f("runs", "Parent folder of run folders.")
     seed: int = _f(0, "Seed for question sampling, phrases and decoding.")
     num_dialogues: int = _f(20, "Dialogues to simulate (questions drawn from the split).")
-    flows: list[str] = _f(["moraldial"], "Flows and probes to run (sage and dit: not built yet).")
+    flows: list[str] = _f(
+        ["moraldial", "sage"], "Flows and probes to run: moraldial, sage (dit: not built yet)."
+    )
     scenarios: ScenarioConfig = _nested(ScenarioConfig, "Which questions to use.")
     bot: BotConfig = _nested(BotConfig, "The chatbot under evaluation.")
     user: UserConfig = _nested(UserConfig, "The simulated user.")
     evaluators: EvaluatorConfig = _nested(EvaluatorConfig, "Scorer models and parameters.")
+    probes: ProbeConfig = _nested(ProbeConfig, "Probe sizes and options.")
     runtime: RuntimeConfig = _nested(RuntimeConfig, "Where and how the run executes.")
 
     @property
@@ -177,6 +187,7 @@ def _check_values(config: Any, prefix: str) -> None:
     """Range checks that a type alone cannot express."""
     rules: dict[str, tuple[float, float | None]] = {
         "num_dialogues": (1, None),
+        "sage_questions": (1, None),
         "batch_size": (1, None),
         "max_new_tokens": (1, None),
         "num_beams": (1, None),
@@ -194,6 +205,10 @@ def _check_values(config: Any, prefix: str) -> None:
             if value < low or (high is not None and value > high):
                 bound = f">= {low}" if high is None else f"between {low} and {high}"
                 raise ConfigError(f"'{prefix}{f.name}' must be {bound}, got {value!r}")
+    if isinstance(config, ProbeConfig) and config.sage_variant not in ("reference", "paper"):
+        raise ConfigError(
+            f"'{prefix}sage_variant' must be reference or paper, got {config.sage_variant!r}"
+        )
     if isinstance(config, ScenarioConfig) and config.split not in ("train", "dev", "test", "all"):
         raise ConfigError(
             f"'{prefix}split' must be one of train, dev, test, all, got {config.split!r}"

@@ -6,14 +6,16 @@ dialogues.jsonl (every turn and score), summary.json and report.html.
 
 from __future__ import annotations
 
+import json
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from moralsim.config import ConfigError, RunConfig, save_config
 
-SUPPORTED_FLOWS = ("moraldial",)
+SUPPORTED_FLOWS = ("moraldial", "sage")
 
 
 @dataclass
@@ -49,7 +51,8 @@ def simulate(run: RunConfig, resume: bool = False, say: Callable[[str], None] = 
     from scenarios.jsonl import DialogueWriter, read_dialogues
     from scenarios.pack import load_pack
     from scenarios.registry import AGENTS
-    from simulators.inprocess import InProcessRunner
+    from simulators.inprocess import InProcessRunner, RunStats
+    from simulators.sage_probe import run_sage_probe, sage_section
 
     check_runnable(run)
     run_dir = run.run_dir
@@ -103,18 +106,44 @@ def simulate(run: RunConfig, resume: bool = False, say: Callable[[str], None] = 
         agent, stack.moraldial, params, seed=run.seed,
         meta={"bot": run.bot.model, "adapter": run.bot.adapter, "run": run.name},
     )  # fmt: skip
-    with (
-        Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
-        ) as bar,
-        DialogueWriter(records) as writer,
-    ):
-        task = bar.add_task("dialogues", total=None)
-        stats = runner.run(
-            questions,
-            writer,
-            done,
-            progress=lambda n, total: bar.update(task, completed=n, total=total),
+    meta = {"bot": run.bot.model, "adapter": run.bot.adapter, "run": run.name}
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    started = time.perf_counter()
+    with Progress(*columns) as bar, DialogueWriter(records) as writer:
+        stats = RunStats()
+        if "moraldial" in run.flows:
+            task = bar.add_task("moraldial dialogues", total=None)
+            stats = runner.run(
+                questions,
+                writer,
+                done,
+                progress=lambda n, total: bar.update(task, completed=n, total=total),
+            )
+        if "sage" in run.flows:
+            probe_questions = questions[: run.probes.sage_questions]
+            for rot_prompt in (False, True) if run.probes.sage_rot_prompt else (False,):
+                label = "sage probe (RoT prompted)" if rot_prompt else "sage probe"
+                probe_task = bar.add_task(label, total=None)
+                written = run_sage_probe(
+                    probe_questions, agent, writer, run.seed, rot_prompt, done, meta
+                )
+                stats.dialogues += written
+                stats.bot_turns += 2 * written
+                bar.update(probe_task, completed=1, total=1)
+        stats.seconds = time.perf_counter() - started
+    if "sage" in run.flows:
+        probes_path = run_dir / "probes.json"
+        probes = (
+            json.loads(probes_path.read_text(encoding="utf-8")) if probes_path.is_file() else {}
         )
+        section = sage_section(read_dialogues(records), stack.embed, run.probes.sage_variant)
+        if section is not None:
+            probes["sage"] = section
+        probes_path.write_text(json.dumps(probes, indent=2) + "\n", encoding="utf-8")
     write_report(run_dir)
     return RunResult(run_dir, stats.dialogues, stats.skipped, stats.bot_turns, stats.seconds)

@@ -24,7 +24,7 @@ def test_simulate_runs_dialogues_and_writes_the_run_folder(
         "simulate", "--output-dir", str(tmp_path), "--name", "t1", "--seed", "5",
         "--num-dialogues", "3", "--set", f"bot.model={tiny_causal_lm}",
         "--set", f"evaluators.agreement_model={tiny_classifier}",
-        "--set", "bot.generation.max_new_tokens=4",
+        "--set", "bot.generation.max_new_tokens=4", "--set", "flows=[moraldial]",
     ]  # fmt: skip
     result = run(*args)
     assert result.exit_code == 0, result.output
@@ -46,11 +46,35 @@ def test_simulate_runs_dialogues_and_writes_the_run_folder(
     assert len(read_dialogues(folder / "dialogues.jsonl")) == 3
 
 
+def test_simulate_with_the_sage_probe(
+    tiny_causal_lm: Path, tiny_classifier: Path, tmp_path: Path, isolated_cache: Path
+) -> None:
+    args = [
+        "simulate", "--output-dir", str(tmp_path), "--name", "s1", "--num-dialogues", "2",
+        "--set", f"bot.model={tiny_causal_lm}",
+        "--set", f"evaluators.agreement_model={tiny_classifier}",
+        "--set", "bot.generation.max_new_tokens=4", "--set", "flows=[moraldial, sage]",
+        "--set", "probes.sage_questions=2", "--set", "probes.sage_rot_prompt=true",
+    ]  # fmt: skip
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "s1"
+    flows = [d.flow for d in read_dialogues(folder / "dialogues.jsonl")]
+    assert (
+        flows.count("moraldial") == 2
+        and flows.count("sage") == 10
+        and flows.count("sage-rot") == 10
+    )
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["sage"]["answer"]["n"] == 2 and summary["sage"]["rot_prompted"]["n"] == 2
+    assert 0.0 <= summary["sage"]["answer"]["mean"] <= 1.0
+
+
 def test_unbuilt_runtime_parts_are_refused_with_the_key_to_change() -> None:
     result = run("simulate", "--set", "runtime.ray=true")
     assert result.exit_code == 2 and "--set runtime.ray=false" in result.output
-    result = run("simulate", "--set", "flows=[moraldial, sage]")
-    assert result.exit_code == 2 and "'flows': 'sage' is not available yet" in result.output
+    result = run("simulate", "--set", "flows=[moraldial, dit]")
+    assert result.exit_code == 2 and "'flows': 'dit' is not available yet" in result.output
 
 
 def test_simulate_rejects_a_bad_config(tmp_path: Path) -> None:
