@@ -101,9 +101,8 @@ def main() -> None:
     print(f"simulation (live scoring) {sim_rate:6.2f} bot turns/s  ({sim_seconds:.1f} s)")
     print(f"raw batched generate      {raw_rate:6.2f} bot turns/s  ({raw_seconds:.1f} s)")
     print(f"simulation / raw          {sim_rate / raw_rate:6.2f}")
-    print(
-        f"turn -> scores lag        p50 {np.percentile(lags, 50):.2f} s, p95 {np.percentile(lags, 95):.2f} s"
-    )
+    p50, p95 = np.percentile(lags, [50, 95])
+    print(f"turn -> scores lag        p50 {p50:.2f} s, p95 {p95:.2f} s")
 
 
 if __name__ == "__main__":
