@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agents.base import AgentInfo, GenerationSettings, History, system_text
-from agents.models import ModelError, force_offline, resolve_model
+from agents.models import ModelError, load_chat_model
 from scenarios.records import Turn
 from scenarios.registry import AGENTS
 
@@ -70,27 +70,14 @@ class TransformersAgent:
         batch_size: int = 16,
         device: str = "cpu",
     ) -> None:
-        force_offline()
         import torch
-        from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-        resolved = resolve_model(model)
-        if resolved.kind not in ("causal-lm", "seq2seq-lm"):
-            raise ModelError(
-                f"bot model '{model}' at {resolved.path} is a {resolved.kind}, not a chat model"
-            )
-        self.seq2seq = resolved.kind == "seq2seq-lm"
         self._torch = torch
-        self.tokenizer = AutoTokenizer.from_pretrained(resolved.path, padding_side="left")
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        loader = AutoModelForSeq2SeqLM if self.seq2seq else AutoModelForCausalLM
-        self.model = loader.from_pretrained(
-            resolved.path, dtype=torch.float32, use_safetensors=True
-        )
+        self.model, self.tokenizer, kind = load_chat_model(model, device=device)
+        self.seq2seq = kind == "seq2seq-lm"
         if adapter:
             self.model = _with_adapter(self.model, adapter, merge)
-        self.model.to(device).eval()
+            self.model.to(device).eval()
         self.device = device
         self.system = system_text(system_prompt, rots)
         self.max_context_tokens = max_context_tokens

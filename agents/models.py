@@ -400,23 +400,36 @@ def resolve_model(
 # --------------------------------------------------------------------------- loading
 
 
-def load_causal_lm(spec: str, *, dtype: Any = None, device: str = "cpu") -> tuple[Any, Any]:
-    """Load (model, tokenizer) for a causal LM spec, in eval mode, left-padded for batching."""
+def load_chat_model(
+    spec: str,
+    *,
+    kinds: tuple[ModelKind, ...] = ("causal-lm", "seq2seq-lm"),
+    what: str = "chat model",
+    device: str = "cpu",
+) -> tuple[Any, Any, ModelKind]:
+    """(model, tokenizer, kind) for a generative spec: fp32, eval mode, left-padded tokenizer."""
     force_offline()
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     resolved = resolve_model(spec)
-    if resolved.kind != "causal-lm":
-        raise ModelError(f"model '{spec}' at {resolved.path} is a {resolved.kind}, not a causal LM")
+    if resolved.kind not in kinds:
+        raise ModelError(f"model '{spec}' at {resolved.path} is a {resolved.kind}, not a {what}")
     tokenizer = AutoTokenizer.from_pretrained(resolved.path, padding_side="left")
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(
-        resolved.path, dtype=dtype or torch.float32, use_safetensors=True
-    )
+    loader = AutoModelForSeq2SeqLM if resolved.kind == "seq2seq-lm" else AutoModelForCausalLM
+    model = loader.from_pretrained(resolved.path, dtype=torch.float32, use_safetensors=True)
     model.to(device)
     model.eval()
+    return model, tokenizer, resolved.kind
+
+
+def load_causal_lm(spec: str, *, device: str = "cpu") -> tuple[Any, Any]:
+    """Load (model, tokenizer) for a causal LM spec, in eval mode, left-padded for batching."""
+    model, tokenizer, _ = load_chat_model(
+        spec, kinds=("causal-lm",), what="causal LM", device=device
+    )
     return model, tokenizer
 
 

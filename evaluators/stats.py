@@ -68,6 +68,12 @@ def mean_ci(
     raise ValueError(f"unknown CI method {method!r}; use 't' or 'bootstrap'")
 
 
+def histogram(values: Sequence[float], low: float, high: float, bins: int = 20) -> dict[str, list]:
+    """Counts of `values` in equal bins over [low, high], as plain lists for JSON."""
+    counts, edges = np.histogram(np.asarray(values, dtype=np.float64), bins=bins, range=(low, high))
+    return {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}
+
+
 def grouped(values: Sequence[float], keys: Sequence[str], **options: object) -> dict[str, Estimate]:
     """mean_ci per group, groups sorted by name."""
     if len(values) != len(keys):

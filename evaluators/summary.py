@@ -14,10 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from evaluators.moraldial import METRICS
-from evaluators.stats import mean_ci
+from evaluators.stats import histogram, mean_ci
 from scenarios.records import Dialogue
 
 SUMMARY_VERSION = 1
@@ -44,13 +42,6 @@ def consensus_band(consensus: int | None) -> str:
     if consensus is None:
         return "unknown"
     return "contested (<=3)" if consensus <= 3 else str(consensus)
-
-
-def _histogram(
-    values: Sequence[float], low: float, high: float, bins: int = 20
-) -> dict[str, list[float]]:
-    counts, edges = np.histogram(np.asarray(values, dtype=float), bins=bins, range=(low, high))
-    return {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}
 
 
 def metric_section(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
@@ -82,7 +73,7 @@ def metric_section(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
                 key: {group: mean_ci(v).to_dict() for group, v in sorted(groups.items())}
                 for key, groups in by.items()
             },
-            "histogram": _histogram(values, low, high),
+            "histogram": histogram(values, low, high),
         }
     return out
 

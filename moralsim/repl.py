@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from evaluators.moraldial import last_step_index
 from scenarios.jsonl import DialogueWriter
 from scenarios.phrases import pick, pushback
 from scenarios.records import Dialogue, Score, Turn
@@ -139,17 +140,11 @@ class ChatSession:
             raise ValueError("ask the bot something first")
 
     def _last_index(self, step: str) -> int | None:
-        for i in range(len(self.dialogue.turns) - 1, -1, -1):
-            if self.dialogue.turns[i].meta.get("step") == step:
-                return i
-        return None
+        return last_step_index(self.dialogue.turns, step)
 
     def _question_before(self, index: int) -> str:
-        for i in range(index - 1, -1, -1):
-            turn = self.dialogue.turns[i]
-            if turn.meta.get("step") == "question":
-                return turn.text
-        return ""
+        found = last_step_index(self.dialogue.turns, "question", before=index)
+        return self.dialogue.turns[found].text if found is not None else ""
 
     def _generate(self, cancel: threading.Event | None) -> str:
         history = list(self.dialogue.turns)

@@ -102,11 +102,11 @@ def simulate(run: RunConfig, resume: bool = False, say: Callable[[str], None] = 
     stack = load_evaluators(
         run.evaluators.agreement_model, run.evaluators.embedding_model, safety_rots or None, params
     )
+    meta = {"bot": run.bot.model, "adapter": run.bot.adapter, "run": run.name}
     runner = InProcessRunner(
         agent, stack.moraldial, params, seed=run.seed,
-        meta={"bot": run.bot.model, "adapter": run.bot.adapter, "run": run.name},
+        meta=meta,
     )  # fmt: skip
-    meta = {"bot": run.bot.model, "adapter": run.bot.adapter, "run": run.name}
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),

@@ -47,8 +47,10 @@ def check(
 
         model = load_sentence_encoder(encoder)
 
+        from evaluators.stack import encode_normalized
+
         def embed(texts):
-            return model.encode(list(texts), batch_size=64, normalize_embeddings=True)
+            return encode_normalized(model, texts)
 
     report = validate_pack(loaded.pack, embed)
     where = loaded.pack.path or Path(pack)

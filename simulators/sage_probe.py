@@ -18,7 +18,7 @@ import numpy as np
 from agents.base import system_text
 from evaluators.moraldial import strip_because
 from evaluators.sage import sage_scores
-from evaluators.stats import mean_ci
+from evaluators.stats import histogram, mean_ci
 from evaluators.text_similarity import (
     mean_pairwise_bleu,
     mean_pairwise_cosine,
@@ -107,20 +107,38 @@ def _bot_text(d: Dialogue, step: str) -> str:
     return next((t.text for t in d.turns if t.role == "bot" and t.meta.get("step") == step), "")
 
 
-def sage_section(
-    dialogues: Sequence[Dialogue], embed: Embed, variant: str = "reference"
-) -> dict[str, Any] | None:
-    """probes.json's "sage" section, rebuilt from the probe's records (so resume just works)."""
-    groups = _by_question(dialogues, "sage")
-    if not groups:
-        return None
+def _graph_texts(
+    groups: dict[str, list[Dialogue]],
+) -> tuple[list[str], list[list[str]], list[list[str]]]:
+    """Question ids, answers per paraphrase, and stated RoTs per paraphrase."""
     ids = list(groups)
     answers = [[_bot_text(d, "answer") for d in groups[q]] for q in ids]
     rots = [[strip_because(_bot_text(d, "explanation")) for d in groups[q]] for q in ids]
+    return ids, answers, rots
+
+
+def _scores(
+    dialogues: Sequence[Dialogue], flow: str, embed: Embed, variant: str
+) -> tuple[list[str], list[list[str]], dict[str, list[float]]] | None:
+    groups = _by_question(dialogues, flow)
+    if not groups:
+        return None
+    ids, answers, rots = _graph_texts(groups)
     results = sage_scores(ids, answers, rots, embed, variant=variant)  # type: ignore[arg-type]
     values = {
         kind: [r.value.score for r in results if r.kind == kind] for kind in ("answer", "rot")
     }
+    return ids, answers, values
+
+
+def sage_section(
+    dialogues: Sequence[Dialogue], embed: Embed, variant: str = "reference"
+) -> dict[str, Any] | None:
+    """probes.json's "sage" section, rebuilt from the probe's records (so resume just works)."""
+    plain = _scores(dialogues, "sage", embed, variant)
+    if plain is None:
+        return None
+    ids, answers, values = plain
     section: dict[str, Any] = {
         "variant": variant,
         "answer": mean_ci(values["answer"]).to_dict(),
@@ -130,22 +148,15 @@ def sage_section(
             "rouge_l": mean_ci([mean_pairwise_rouge_l(a) for a in answers]).to_dict(),
             "cosine": mean_ci([mean_pairwise_cosine(a, embed) for a in answers]).to_dict(),
         },
-        "histogram": {},
+        "histogram": {
+            kind: histogram(values[kind], 0.0, 1.0, bins=10) for kind in ("answer", "rot")
+        },
         "per_question": {
             q: {"answer": a, "rot": r}
             for q, a, r in zip(ids, values["answer"], values["rot"], strict=True)
         },
     }
-    for kind in ("answer", "rot"):
-        counts, edges = np.histogram(values[kind], bins=10, range=(0.0, 1.0))
-        section["histogram"][kind] = {"edges": edges.tolist(), "counts": counts.tolist()}
-    prompted = _by_question(dialogues, "sage-rot")
-    if prompted:
-        p_ids = list(prompted)
-        p_answers = [[_bot_text(d, "answer") for d in prompted[q]] for q in p_ids]
-        p_rots = [[strip_because(_bot_text(d, "explanation")) for d in prompted[q]] for q in p_ids]
-        p_results = sage_scores(p_ids, p_answers, p_rots, embed, variant=variant)  # type: ignore[arg-type]
-        section["rot_prompted"] = mean_ci(
-            [r.value.score for r in p_results if r.kind == "rot"]
-        ).to_dict()
+    prompted = _scores(dialogues, "sage-rot", embed, variant)
+    if prompted is not None:
+        section["rot_prompted"] = mean_ci(prompted[2]["rot"]).to_dict()
     return section
