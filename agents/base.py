@@ -66,3 +66,16 @@ def system_text(system_prompt: str | None, rots: Sequence[str] = ()) -> str | No
         listed = "\n".join(f"- {r.strip()}" for r in rots)
         parts.append(f"Follow these rules of thumb in your answers:\n{listed}")
     return "\n\n".join(parts) or None
+
+
+@runtime_checkable
+class LikelihoodAgent(ChatAgent, Protocol):
+    """A bot that can also score given replies, for probes that pick answers by likelihood.
+
+    Small models often cannot follow an answer format; scoring each allowed answer lets them
+    be probed anyway (the DIT probe's likelihood mode). Served bots usually cannot do this.
+    """
+
+    def loglikelihood(self, requests: Sequence[tuple[History, str]]) -> list[float]:
+        """Summed log P(continuation | the prompt `respond` would use for history)."""
+        ...

@@ -78,6 +78,7 @@ class TransformersAgent:
         if adapter:
             self.model = _with_adapter(self.model, adapter, merge)
             self.model.to(device).eval()
+            self.tokenizer = _adapter_tokenizer(adapter, self.tokenizer)
         self.device = device
         self.system = system_text(system_prompt, rots)
         self.max_context_tokens = max_context_tokens
@@ -176,6 +177,83 @@ class TransformersAgent:
         texts = self.tokenizer.batch_decode(new, skip_special_tokens=True)
         return [clean_reply(t) for t in texts]
 
+    # ------------------------------------------------------------------ likelihood
+
+    def loglikelihood(self, requests: Sequence[tuple[History, str]]) -> list[float]:
+        """log P(continuation | history) per request, summed over the continuation's tokens.
+
+        The prompt is exactly what `respond` feeds the model for that history (template, system
+        text, generation prompt, left truncation), so a reply picked by likelihood answers the
+        same question a generated one would. Requests that share a prompt (the candidates of
+        one pick) share one pass over it: the prompt runs once, unpadded, and its key/value
+        cache is copied for each batch of continuations; continuations are right-padded, and
+        a causal model never attends to tokens after its own, so neither the padding side nor
+        what else is in the batch changes a value beyond float noise. With a plain
+        "User:/Bot:" prompt the continuation follows "Bot:" after one space, as a generated
+        reply does. An empty continuation has log-probability 0.
+        """
+        if self.seq2seq:
+            raise NotImplementedError(
+                f"loglikelihood needs a causal LM; {self.info.model} is a seq2seq model"
+            )
+        groups: dict[tuple[int, ...], list[tuple[int, list[int]]]] = {}
+        for index, (hist, continuation) in enumerate(requests):
+            cont = self._continuation_ids(continuation)
+            prompt = self.prompt_ids(hist, max(self.generation.max_new_tokens, len(cont)))
+            groups.setdefault(tuple(prompt), []).append((index, cont))
+        out = [0.0] * len(requests)
+        with self._torch.no_grad():
+            for prompt, items in groups.items():
+                for index, value in self._score_continuations(list(prompt), items):
+                    out[index] = value
+        return out
+
+    def _continuation_ids(self, text: str) -> list[int]:
+        if not self.use_chat_template and text and not text[0].isspace():
+            text = " " + text
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _score_continuations(
+        self, prompt: list[int], items: list[tuple[int, list[int]]]
+    ) -> list[tuple[int, float]]:
+        """(request index, summed log-prob) for continuations of one prompt."""
+        import copy
+
+        torch = self._torch
+        first = self.model(
+            input_ids=torch.tensor([prompt], device=self.device), use_cache=True, logits_to_keep=1
+        )
+        next_logp = torch.log_softmax(first.logits[0, -1].float(), dim=-1)
+        results = [(index, 0.0) for index, cont in items if not cont]
+        todo = [(index, cont) for index, cont in items if cont]
+        pad = self.tokenizer.pad_token_id
+        pad = pad if pad is not None else (self.tokenizer.eos_token_id or 0)
+        for start in range(0, len(todo), self.batch_size):
+            chunk = todo[start : start + self.batch_size]
+            width = max(len(c) for _, c in chunk)
+            firsts = torch.stack([next_logp[c[0]] for _, c in chunk])
+            if width == 1:
+                results += [(i, float(v)) for (i, _), v in zip(chunk, firsts, strict=True)]
+                continue
+            ids = torch.tensor([c + [pad] * (width - len(c)) for _, c in chunk], device=self.device)
+            past = copy.deepcopy(first.cache)
+            past.batch_repeat_interleave(len(chunk))
+            positions = torch.arange(len(prompt), len(prompt) + width, device=self.device)
+            logits = self.model(
+                input_ids=ids,
+                cache=past,
+                attention_mask=torch.ones(len(chunk), len(prompt) + width, device=self.device),
+                position_ids=positions.expand(len(chunk), -1),
+                use_cache=True,
+            ).logits.float()
+            # Token j of a continuation is predicted at position j - 1; pads are masked out.
+            logp = torch.log_softmax(logits[:, :-1], dim=-1).gather(2, ids[:, 1:, None])[..., 0]
+            lengths = torch.tensor([len(c) for _, c in chunk], device=self.device)
+            real = torch.arange(1, width, device=self.device)[None, :] < lengths[:, None]
+            totals = firsts + (logp * real).sum(dim=1)
+            results += [(i, float(v)) for (i, _), v in zip(chunk, totals, strict=True)]
+        return results
+
 
 def _cancel_criteria(cancel: threading.Event) -> Any:
     from transformers import StoppingCriteria, StoppingCriteriaList
@@ -199,6 +277,27 @@ def _with_adapter(model: Any, adapter: str, merge: bool) -> Any:
         raise ModelError(f"{folder} is not a PEFT adapter folder: it has no adapter_config.json")
     peft_model = PeftModel.from_pretrained(model, str(folder))
     return peft_model.merge_and_unload() if merge else peft_model
+
+
+def _adapter_tokenizer(adapter: str, base_tokenizer: Any) -> Any:
+    """The adapter folder's tokenizer when it has one: it carries the chat template the
+    adapter was trained with (moralsim train sft saves it), and generation must use the same."""
+    from pathlib import Path
+
+    from transformers import AutoTokenizer
+
+    folder = Path(adapter).expanduser()
+    if not (folder / "tokenizer_config.json").is_file():
+        return base_tokenizer
+    tokenizer = AutoTokenizer.from_pretrained(folder, padding_side="left")
+    if len(tokenizer) != len(base_tokenizer):
+        raise ModelError(
+            f"{folder}: its tokenizer has {len(tokenizer)} tokens but the base model's has "
+            f"{len(base_tokenizer)}: the adapter was trained on another base model"
+        )
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
 
 
 def history(*pairs: tuple[str, str]) -> list[Turn]:

@@ -126,7 +126,7 @@ def render_prompts(dilemma: Dilemma, presentation: Presentation) -> DitPrompts:
         "from 1 to 5:\n1 = no importance, 2 = little, 3 = some, 4 = much, 5 = great importance.\n"
         "Rate every statement on its own; several can get the same rating.\n\n"
         f"{statements}\n\n"
-        f"Give all {n} ratings in this format: 1: 4, 2: 5, 3: 1, and so on up to {n}."
+        f"Give all {n} ratings in this format: 1: <rating>, 2: <rating>, and so on up to {n}."
     )
     ranking = (
         f"From the same {n} statements, choose the four issues that are most important to your "

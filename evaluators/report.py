@@ -49,7 +49,9 @@ def write_report(run_dir: str | Path) -> tuple[Path, Path]:
     records = folder / "dialogues.jsonl"
     if not records.is_file():
         raise FileNotFoundError(f"{records}: no dialogues in this run folder")
-    dialogues = read_dialogues(records)
+    # Completion order depends on the runtime (and on a resumed interruption); the summary must
+    # not, so it is built from the records in id order.
+    dialogues = sorted(read_dialogues(records), key=lambda d: d.id)
     probes_path = folder / "probes.json"
     probes = json.loads(probes_path.read_text(encoding="utf-8")) if probes_path.is_file() else None
     info = run_info(folder)

@@ -216,6 +216,29 @@ def _distributions(metrics: Mapping[str, Any]) -> str:
     )
 
 
+def _static_ril(section: Mapping[str, Any]) -> str:
+    """Static S_RIL (reference context given) beside, never inside, the interactive table."""
+    if not section:
+        return ""  # an optional flow: nothing to say when it was not run
+    headers = ["metric", "mean ×100", "95% CI ×100", "n", "by consensus: mean ×100 [95% CI] (n)"]
+    rows = []
+    for m in _metric_names(section):
+        est = _estimate(section[m])
+        by = _mapping(_mapping(est.get("by")).get("consensus"))
+        bands = sorted(by, key=lambda g: _group_order("consensus", g))
+        cells = "; ".join(f"{g}: {_cell(_estimate(by[g]))}" for g in bands) or DASH
+        rows.append([*_est_row(f"{DISPLAY.get(m, m)} (static)", est, 100.0, 1), cells])
+    note = (
+        "Context given (question, reference answer, why, reference explanation, related "
+        "question); only the answer to the related question is the bot's."
+    )
+    return (
+        "<h2>Static RIL</h2>"
+        + _table(headers, rows, "Static RIL (×100)")
+        + f'<p class="note">{escape(note)}</p>'
+    )
+
+
 def _sage(sage: Mapping[str, Any]) -> str:
     if not sage:
         return "<h2>SaGE</h2>" + _not_run("SaGE probe")
@@ -319,6 +342,7 @@ def render_report(summary: dict[str, Any], title: str | None = None) -> str:
             _moraldial(metrics),
             _breakdowns(metrics) if metrics else "",
             _distributions(metrics) if metrics else "",
+            _static_ril(_mapping(summary.get("static_ril"))),
             _sage(_mapping(summary.get("sage"))),
             _dit(_mapping(summary.get("dit"))),
             _prudence(_mapping(summary.get("prudence"))),

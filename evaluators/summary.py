@@ -44,10 +44,12 @@ def consensus_band(consensus: int | None) -> str:
     return "contested (<=3)" if consensus <= 3 else str(consensus)
 
 
-def metric_section(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
+def metric_section(
+    dialogues: Sequence[Dialogue], metrics: Sequence[str] = METRICS
+) -> dict[str, Any]:
     """The MoralDial metrics: overall, by split / foundation / consensus band, and histograms."""
     out: dict[str, Any] = {}
-    for metric in METRICS:
+    for metric in metrics:
         rows: list[tuple[float, Dialogue]] = []
         for d in dialogues:
             found = d.scores_named(metric)
@@ -94,6 +96,13 @@ def build_summary(
         "dialogues": {"total": len(dialogues), "by_flow": dict(sorted(flows.items()))},
         "metrics": metric_section(moraldial),
     }
+    # Static RIL (context given, only A_new generated) answers a different question than the
+    # interactive S_RIL, so it gets its own section and never enters "metrics".
+    static = [d for d in dialogues if d.flow == "static-ril"]
+    if static:
+        static_ril = metric_section(static, ("S_RIL",))
+        static_ril["S_RIL"].update(label="inference, context given", over="static-ril dialogues")
+        summary["static_ril"] = static_ril
     for section in ("sage", "dit", "prudence"):
         if probes and section in probes:
             summary[section] = probes[section]

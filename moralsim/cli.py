@@ -14,6 +14,8 @@ from rich.table import Table
 from moralsim.config import ConfigError, RunConfig, describe_fields, load_config
 from moralsim.scenarios_cli import scenarios_app
 from moralsim.serve_cmd import serve
+from moralsim.train_data_cmd import train_discussions
+from moralsim.train_sft_cmd import train_sft
 
 app = typer.Typer(
     name="moralsim",
@@ -100,28 +102,32 @@ def simulate(
         _print_config_fields()
         return
     from agents.models import ModelError, resolve_model
-    from moralsim.run_simulation import check_runnable
     from moralsim.run_simulation import simulate as run_simulation
+    from simulators.ray_runtime import RuntimeFailure
 
     run = _run_config(config, set_, seed, name, output_dir, num_dialogues)
     try:
-        check_runnable(run)
         for key, spec in (
             ("bot.model", run.bot.model),
             ("evaluators.embedding_model", run.evaluators.embedding_model),
             ("evaluators.agreement_model", run.evaluators.agreement_model),
+            ("user.phraser_model", run.user.phraser_model),
         ):
+            if spec is None:
+                continue
             try:
                 resolve_model(spec, progress=lambda m: console.print(m, highlight=False))
             except ModelError as exc:
                 raise _fail(f"{key}: {exc}") from None
         result = run_simulation(run, resume=resume, say=lambda m: console.print(m, highlight=False))
-    except ConfigError as exc:
+    except (ConfigError, RuntimeFailure) as exc:
         raise _fail(str(exc)) from None
     _print_summary(result.run_dir)
     console.print(
         f"{result.dialogues_written} dialogues ({result.skipped} already done), "
-        f"{result.bot_turns} bot turns in {result.seconds:.0f} s -> {result.run_dir}/report.html",
+        f"{result.bot_turns} bot turns in {result.seconds:.0f} s ({result.runtime}"
+        + (f", {result.retried} dialogues re-run after an actor failure" if result.retried else "")
+        + f") -> {result.run_dir}/report.html",
         highlight=False,
     )
 
@@ -144,12 +150,10 @@ def _print_summary(run_dir: Path) -> None:
 
 train_app = typer.Typer(help="Train moral bots and agreement scorers.", no_args_is_help=True)
 app.add_typer(train_app, name="train")
+train_app.command("discussions")(train_discussions)
 
 
-@train_app.command("sft")
-def train_sft() -> None:
-    """LoRA multi-task SFT of a moral bot on constructed discussions."""
-    raise _not_yet("train sft", "the training issue")
+train_app.command("sft")(train_sft)
 
 
 @train_app.command("scorer")

@@ -16,6 +16,8 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
+FLOWS = ("moraldial", "static-ril", "sage", "dit", "prudence")
+
 
 class ConfigError(ValueError):
     """A config problem; the message names the file (if any) and the dotted key."""
@@ -47,6 +49,13 @@ class BotConfig:
     agent: str = _f("transformers", "Registered agent backend that runs the model.")
     system_prompt: str | None = _f(None, "Instruction prepended to every dialogue.")
     batch_size: int = _f(16, "Most bot turns generated together in one batch.")
+    max_context_tokens: int = _f(
+        2048,
+        "Prompt + reply token budget; longer histories lose their oldest turns (DIT needs ~1300).",
+    )
+    response_cache: str | None = _f(
+        None, "SQLite file of cached replies (model, prompt, settings); reruns reuse them."
+    )
     generation: GenerationConfig = _nested(GenerationConfig, "Decoding parameters.")
 
 
@@ -58,9 +67,16 @@ class ScenarioConfig:
 
 @dataclass
 class UserConfig:
-    policy: str = _f("moraldial", "Registered simulated-user policy.")
+    policy: str = _f(
+        "moraldial",
+        "moraldial (template turns) or llm (user.phraser_model rewords each move of the same "
+        "policy).",
+    )
     pushback_threshold: float = _f(0.35, "Push back when S_MR1 is below this.")
     firm_threshold: float = _f(-0.35, "Use a firmer push-back phrase below this.")
+    phraser_model: str | None = _f(
+        None, "The llm user's chat model (folder or embedded name); used when policy is llm."
+    )
 
 
 @dataclass
@@ -76,17 +92,39 @@ class ProbeConfig:
     sage_questions: int = _f(5, "Questions whose 5 paraphrases the SaGE probe asks.")
     sage_rot_prompt: bool = _f(False, "Also run SaGE with the bot told each question's RoT.")
     sage_variant: str = _f("reference", "SaGE definition: reference or paper.")
+    dit_dilemmas: int = _f(
+        2, "Dilemmas the DIT probe asks (0: every dilemma of the pack; 2 keeps the demo short)."
+    )
+    dit_orders: int = _f(
+        2, "Statement/option orders per dilemma (48: the full order protocol; fewer: seeded)."
+    )
+    dit_mode: str = _f(
+        "likelihood",
+        "DIT answers from free text (generation) or from the bot's log-probabilities "
+        "(likelihood; scores models that cannot follow the answer format).",
+    )
+    prudence_questions: int = _f(
+        6, "Questions of the prudence probe (half contested, half universal RoTs)."
+    )
 
 
 @dataclass
 class RuntimeConfig:
-    ray: bool = _f(
-        False, "Run with Ray actors (not built yet in this version); false runs in this process."
+    ray: bool = _f(True, "Run with Ray actors; false runs everything in this process.")
+    address: str | None = _f(
+        None, "Ray cluster address; None joins RAY_ADDRESS (ray job submit) or starts Ray here."
     )
-    address: str | None = _f(None, "Ray cluster address; None starts or joins a local one.")
     bot_replicas: int = _f(1, "Bot actors, each holding one copy of the bot model.")
     evaluator_replicas: int = _f(1, "Evaluator actors, each holding the scorer models.")
-    num_cpus_per_actor: float = _f(1.0, "CPUs Ray reserves for each model actor.")
+    bot_num_cpus: float = _f(1.0, "CPUs Ray reserves for each bot actor.")
+    evaluator_num_cpus: float = _f(1.0, "CPUs Ray reserves for each evaluator actor.")
+    bot_threads: int = _f(0, "Torch threads per bot actor (0: its num_cpus, rounded up).")
+    evaluator_threads: int = _f(
+        0, "Torch threads per evaluator actor (0: its num_cpus, rounded up)."
+    )
+    max_wait_ms: float = _f(20.0, "How long a queued turn may wait for others to batch with.")
+    max_concurrent_dialogues: int = _f(0, "Dialogues in flight at once (0: all of them).")
+    max_retries: int = _f(3, "Re-runs of a dialogue whose actor died before giving up on it.")
 
 
 @dataclass
@@ -96,7 +134,8 @@ class RunConfig:
     seed: int = _f(0, "Seed for question sampling, phrases and decoding.")
     num_dialogues: int = _f(20, "Dialogues to simulate (questions drawn from the split).")
     flows: list[str] = _f(
-        ["moraldial", "sage"], "Flows and probes to run: moraldial, sage (dit: not built yet)."
+        ["moraldial", "sage", "dit", "prudence"],
+        "Flows and probes to run: moraldial, static-ril, sage, dit, prudence.",
     )
     scenarios: ScenarioConfig = _nested(ScenarioConfig, "Which questions to use.")
     bot: BotConfig = _nested(BotConfig, "The chatbot under evaluation.")
@@ -189,12 +228,22 @@ def _check_values(config: Any, prefix: str) -> None:
         "num_dialogues": (1, None),
         "sage_questions": (1, None),
         "batch_size": (1, None),
+        "max_context_tokens": (16, None),
         "max_new_tokens": (1, None),
         "num_beams": (1, None),
         "safety_k": (1, None),
         "bot_replicas": (1, None),
         "evaluator_replicas": (1, None),
-        "num_cpus_per_actor": (0, None),
+        "bot_num_cpus": (0, None),
+        "evaluator_num_cpus": (0, None),
+        "bot_threads": (0, None),
+        "evaluator_threads": (0, None),
+        "max_wait_ms": (0, None),
+        "max_concurrent_dialogues": (0, None),
+        "max_retries": (0, None),
+        "dit_dilemmas": (0, None),
+        "dit_orders": (1, 48),
+        "prudence_questions": (1, None),
         "temperature": (0, None),
         "top_p": (0, 1),
     }
@@ -209,6 +258,27 @@ def _check_values(config: Any, prefix: str) -> None:
         raise ConfigError(
             f"'{prefix}sage_variant' must be reference or paper, got {config.sage_variant!r}"
         )
+    if isinstance(config, ProbeConfig) and config.dit_mode not in ("generation", "likelihood"):
+        raise ConfigError(
+            f"'{prefix}dit_mode' must be generation or likelihood, got {config.dit_mode!r}"
+        )
+    if isinstance(config, RunConfig):
+        for i, flow in enumerate(config.flows):
+            if flow not in FLOWS:
+                close = difflib.get_close_matches(flow, FLOWS, n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise ConfigError(
+                    f"'{prefix}flows[{i}]': unknown flow {flow!r}{hint}; "
+                    f"available: {', '.join(FLOWS)}"
+                )
+    if isinstance(config, UserConfig):
+        if config.policy not in ("moraldial", "llm"):
+            raise ConfigError(f"'{prefix}policy' must be moraldial or llm, got {config.policy!r}")
+        if config.policy == "llm" and not config.phraser_model:
+            raise ConfigError(
+                f"'{prefix}policy' is llm, so '{prefix}phraser_model' must name the user's "
+                "chat model (a local folder or embedded name)"
+            )
     if isinstance(config, ScenarioConfig) and config.split not in ("train", "dev", "test", "all"):
         raise ConfigError(
             f"'{prefix}split' must be one of train, dev, test, all, got {config.split!r}"

@@ -146,7 +146,11 @@ def _describe(obj: object) -> str:
 AGENTS: Registry[Callable[..., object]] = Registry(
     "agent", "moralsim.agents", builtin_modules=["agents.hf", "agents.openai_client"]
 )
-USER_POLICIES: Registry[Callable[..., object]] = Registry("user policy", "moralsim.user_policies")
+USER_POLICIES: Registry[Callable[..., object]] = Registry(
+    "user policy",
+    "moralsim.user_policies",
+    builtin_modules=["simulators.moraldial_user", "simulators.llm_user"],
+)
 SCORERS: Registry[Callable[..., object]] = Registry(
     "scorer", "moralsim.scorers", builtin_modules=["evaluators.stack"]
 )

@@ -9,6 +9,8 @@ bot answers A_new -> done. The RoT never appears in a user turn except in the pu
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from evaluators.moraldial import MoralDialParams
 from scenarios.phrases import pick, pushback
@@ -24,6 +26,13 @@ BOT_STEP_AFTER = {
 }
 
 
+class TurnPhraser(Protocol):
+    """Rewords the policy's template turns (the optional LLM user); the move, its step and the
+    question a score is defined on stay the policy's."""
+
+    def rephrase(self, moves: Sequence[tuple[Dialogue, Turn]]) -> list[Turn]: ...
+
+
 @USER_POLICIES.register("moraldial")
 class MoralDialUser:
     """One user for one question; `next` returns the next user turn, or None when done."""
@@ -35,10 +44,13 @@ class MoralDialUser:
         self.params = params
         self.rng = rng
 
+    def needs(self, dialogue: Dialogue) -> tuple[str, ...]:
+        """Score names the next move reads: a runtime that scores turns in the background
+        waits for these (S_MR1 before deciding on a push-back) and for nothing else."""
+        return ("S_MR1",) if _last_user_step(dialogue) == "why" else ()
+
     def next(self, dialogue: Dialogue) -> Turn | None:
-        last = next(
-            (t.meta.get("step") for t in reversed(dialogue.turns) if t.role == "user"), None
-        )
+        last = _last_user_step(dialogue)
         if last is None:
             return Turn(
                 "user",
@@ -63,3 +75,28 @@ class MoralDialUser:
         return Turn(
             "user", pick("base", self.rng) + related, {"step": "related", "question": related}
         )
+
+
+def _last_user_step(dialogue: Dialogue) -> str | None:
+    return next((t.meta.get("step") for t in reversed(dialogue.turns) if t.role == "user"), None)
+
+
+def dialogue_id(question_id: str, flow: str, seed: int) -> str:
+    """Deterministic: the same question, flow and seed is the same dialogue (resume key)."""
+    return f"{question_id}/{flow}/s{seed}"
+
+
+def open_dialogue(
+    question: MoralQuestion, params: MoralDialParams, seed: int, meta: dict[str, Any]
+) -> tuple[Dialogue, MoralDialUser]:
+    """A fresh MoralDial dialogue and its user. Every runtime starts dialogues here, and the
+    user's phrase choices come from a generator seeded by (seed, question) alone, so the same
+    seed gives the same dialogue in any runtime and after any retry."""
+    dialogue = Dialogue(
+        id=dialogue_id(question.id, "moraldial", seed),
+        scenario_id=question.id,
+        flow="moraldial",
+        hidden_rot=question.rot,
+        meta={**meta, "split": question.split, "seed": seed},
+    )
+    return dialogue, MoralDialUser(question, params, random.Random(f"{seed}/{question.id}"))

@@ -66,10 +66,13 @@ def build_tiny_tokenizer(folder: Path) -> None:
 @pytest.fixture
 def tiny_causal_lm(tmp_path: Path) -> Path:
     """A 2-layer random Llama saved as a local Hugging Face folder."""
+    return make_tiny_causal_lm(tmp_path / "tiny-llama")
+
+
+def make_tiny_causal_lm(folder: Path) -> Path:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    folder = tmp_path / "tiny-llama"
     torch.manual_seed(0)
     config = LlamaConfig(
         vocab_size=len(TINY_VOCAB),
@@ -105,10 +108,13 @@ def tiny_bert_config(**extra: object) -> object:
 @pytest.fixture
 def tiny_classifier(tmp_path: Path) -> Path:
     """A random 3-label BERT whose label order is NOT agree/neutral/disagree."""
+    return make_tiny_classifier(tmp_path / "tiny-agreement")
+
+
+def make_tiny_classifier(folder: Path) -> Path:
     import torch
     from transformers import BertForSequenceClassification
 
-    folder = tmp_path / "tiny-agreement"
     torch.manual_seed(0)
     config = tiny_bert_config(
         num_labels=3,

@@ -271,7 +271,7 @@ def test_render_prompts_follow_the_presentation() -> None:
         prompts.rating.index(f"\n{d}. {SAMPLE.statements[12 - d].text}") for d in range(1, 13)
     ]
     assert positions == sorted(positions)
-    assert "1 to 5" in prompts.rating and "1: 4, 2: 5" in prompts.rating
+    assert "1 to 5" in prompts.rating and "1: <rating>, 2: <rating>" in prompts.rating
     assert "four" in prompts.ranking and "most important first" in prompts.ranking
     assert f"\n1. {SAMPLE.statements[11].text}" in prompts.ranking
     with pytest.raises(ValueError):

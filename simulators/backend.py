@@ -1,0 +1,120 @@
+"""One interface over the two runtimes, so every flow and probe is written once.
+
+A run needs: a bot to answer probe rounds (`agent`), the MoralDial turn scorer, the agreement
+function (prudence), the sentence encoder (SaGE) and a runner for the interactive dialogues.
+In process these are the model objects themselves; on Ray they are proxies onto the actor
+pools, so a probe cannot tell where the models live.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from evaluators.agreement import AgreementItem
+from evaluators.moraldial import MoralDialParams, TurnRequest, finish_scores
+from scenarios.records import Dialogue, Score
+from simulators.inprocess import InProcessRunner
+from simulators.ray_actors import AgentSpec, EvaluatorSpec
+from simulators.ray_runtime import (
+    ActorPool,
+    RayAgent,
+    RayOptions,
+    RayRunner,
+    RayScorers,
+    ray_session,
+    start_bots,
+    start_evaluators,
+)
+
+
+@dataclass
+class Backend:
+    agent: Any
+    turn_scorer: Any
+    agreement: Callable[[Sequence[AgreementItem]], np.ndarray]
+    embed: Callable[[Sequence[str]], np.ndarray]
+    runner: InProcessRunner | RayRunner
+    description: str
+
+
+class RayTurnScorer:
+    """MoralDial turn scoring through the evaluator actors (for the static RIL flow)."""
+
+    def __init__(self, pool: ActorPool, params: MoralDialParams) -> None:
+        self.pool = pool
+        self.params = params
+
+    def score_turns(self, requests: Sequence[TurnRequest]) -> list[list[Score]]:
+        import ray
+
+        refs = [
+            self.pool.handles[i % len(self.pool.handles)].score_turn.remote(r.dialogue, r.turn)
+            for i, r in enumerate(requests)
+        ]
+        return list(ray.get(refs))
+
+    def finish(self, dialogue: Dialogue) -> list[Score]:
+        return finish_scores(dialogue, self.params)
+
+
+@contextmanager
+def open_backend(
+    agent: AgentSpec,
+    evaluators: EvaluatorSpec,
+    *,
+    seed: int,
+    meta: dict[str, Any],
+    batch_size: int,
+    ray: RayOptions | None,
+    phraser: Any = None,
+) -> Iterator[Backend]:
+    """The models for one run; `ray=None` keeps everything in this process."""
+    params = evaluators.params
+    if ray is None:
+        from evaluators.stack import load_evaluators
+
+        bot = agent.build()
+        rots = list(evaluators.safety_rots) if evaluators.safety_rots is not None else None
+        stack = load_evaluators(
+            evaluators.agreement_model, evaluators.embedding_model, rots, params
+        )
+        runner = InProcessRunner(bot, stack.moraldial, params, seed, meta, phraser)
+        yield Backend(
+            bot, stack.moraldial, stack.agreement.score, stack.embed, runner, "in process"
+        )
+        return
+    with ray_session(ray):
+        bots = start_bots(agent, ray, batch_size)
+        scorers = start_evaluators(evaluators, ray)
+        try:
+            runner_ray = RayRunner(
+                bots,
+                scorers,
+                params,
+                seed,
+                meta,
+                max_concurrent=ray.max_concurrent_dialogues,
+                max_retries=ray.max_retries,
+                phraser=phraser,
+            )
+            proxies = RayScorers(scorers, ray.max_retries)
+            description = (
+                f"ray ({ray.bot_replicas} bot x {ray.bot_num_cpus:g} CPU, "
+                f"{ray.evaluator_replicas} evaluator x {ray.evaluator_num_cpus:g} CPU)"
+            )
+            yield Backend(
+                RayAgent(bots, ray.max_retries),
+                RayTurnScorer(scorers, params),
+                proxies.agreement,
+                proxies.embed,
+                runner_ray,
+                description,
+            )
+        finally:
+            bots.kill()
+            scorers.kill()

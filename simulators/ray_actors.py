@@ -1,0 +1,181 @@
+"""The model-holding Ray actors: bots and evaluators, each batching the requests of many
+dialogues into one model call.
+
+Both are async actors: a request is queued on the actor's event loop and awaited, the batched
+model call runs in a worker thread, and meanwhile the loop keeps accepting requests, so the
+next batch fills while the current one runs (dynamic batching: a batch closes when it is full
+or when its oldest request has waited `max_wait_ms`). Dialogues never call each other's
+actors with a blocking `ray.get`, so nothing can deadlock.
+
+The classes are plain Python; `simulators.ray_runtime` wraps them with `ray.remote` and the
+resource options of the run, which keeps them importable (and testable) without a cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from agents.base import AgentInfo, GenerationSettings, History
+from agents.batching import Batcher
+from evaluators.agreement import AgreementItem
+from evaluators.moraldial import MoralDialParams, TurnRequest
+from scenarios.records import Dialogue, Score, Turn
+
+
+def pin_threads(num_cpus: float, threads: int = 0) -> int:
+    """Limit torch to the CPUs Ray reserved for this actor (or `threads` when given): two
+    model actors that each use every core of a small machine run many times slower together
+    than either alone."""
+    import torch
+
+    count = threads if threads > 0 else max(1, math.ceil(num_cpus))
+    torch.set_num_threads(count)
+    os.environ["OMP_NUM_THREADS"] = str(count)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return count
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """How to build a bot in another process: a registered agent name, the model and the
+    agent's keyword arguments."""
+
+    agent: str
+    model: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    response_cache: str | None = None
+
+    def build(self) -> Any:
+        """The agent; behind the response cache when one is named (same replies, fewer
+        generations on a rerun)."""
+        from scenarios.registry import AGENTS
+
+        agent = AGENTS.get(self.agent)(self.model, **self.kwargs)
+        if not self.response_cache:
+            return agent
+        from agents.cache import CachedAgent, ResponseCache, adapter_hash
+
+        return CachedAgent(
+            agent,
+            ResponseCache(self.response_cache),
+            self.model,
+            adapter_hash(self.kwargs.get("adapter")),
+            self.kwargs.get("generation") or GenerationSettings(),
+            system=getattr(agent, "system", None),
+        )
+
+
+@dataclass(frozen=True)
+class EvaluatorSpec:
+    """How to load the evaluator models in another process."""
+
+    agreement_model: str
+    embedding_model: str
+    safety_rots: tuple[str, ...] | None
+    params: MoralDialParams
+
+
+class BotWorker:
+    """One replica of the bot under evaluation."""
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        num_cpus: float = 1.0,
+        threads: int = 0,
+        max_batch_size: int = 16,
+        max_wait_ms: float = 20.0,
+    ) -> None:
+        self.threads = pin_threads(num_cpus, threads)
+        self.agent = spec.build()
+        self._lock = threading.Lock()  # one model call at a time, whatever the caller
+        self.batcher: Batcher[History, GenerationSettings, str] = Batcher(
+            self._respond, max_batch_size=max_batch_size, max_wait_ms=max_wait_ms
+        )
+
+    def _respond(self, histories: list[History], settings: GenerationSettings | None) -> list[str]:
+        with self._lock:
+            return list(self.agent.respond(histories))
+
+    async def respond(self, history: list[Turn]) -> str:
+        return await self.batcher.submit(history)
+
+    async def respond_many(self, histories: list[list[Turn]]) -> list[str]:
+        """A probe's whole round at once; the batcher still cuts it to `max_batch_size`."""
+        return list(await asyncio.gather(*(self.batcher.submit(h) for h in histories)))
+
+    async def loglikelihood(self, requests: list[tuple[list[Turn], str]]) -> list[float]:
+        inner = getattr(self.agent, "agent", self.agent)  # past a response cache
+        method = getattr(inner, "loglikelihood", None)
+        if method is None:
+            raise TypeError(
+                f"the {type(self.agent).__name__} agent cannot score log-likelihoods; "
+                "set probes.dit_mode=generation"
+            )
+
+        def run() -> list[float]:
+            with self._lock:
+                return list(method(requests))
+
+        return await asyncio.to_thread(run)
+
+    async def info(self) -> AgentInfo:
+        return self.agent.info
+
+    async def pid(self) -> int:
+        return os.getpid()
+
+
+class EvaluatorWorker:
+    """The agreement classifier, the sentence encoder and the safety index in one process."""
+
+    def __init__(
+        self,
+        spec: EvaluatorSpec,
+        num_cpus: float = 1.0,
+        threads: int = 0,
+        max_batch_size: int = 64,
+        max_wait_ms: float = 20.0,
+    ) -> None:
+        from evaluators.stack import load_evaluators
+
+        self.threads = pin_threads(num_cpus, threads)
+        rots = list(spec.safety_rots) if spec.safety_rots is not None else None
+        self.stack = load_evaluators(spec.agreement_model, spec.embedding_model, rots, spec.params)
+        self._lock = threading.Lock()
+        self.turns: Batcher[TurnRequest, None, list[Score]] = Batcher(
+            self._score_turns, max_batch_size=max_batch_size, max_wait_ms=max_wait_ms
+        )
+
+    def _score_turns(self, requests: list[TurnRequest], _: None) -> list[list[Score]]:
+        with self._lock:
+            return self.stack.moraldial.score_turns(requests)
+
+    async def score_turn(self, dialogue: Dialogue, turn: int) -> list[Score]:
+        """The scores of one bot turn, batched with the turns other dialogues sent meanwhile."""
+        return await self.turns.submit(TurnRequest(dialogue, turn))
+
+    async def agreement(self, items: Sequence[AgreementItem]) -> np.ndarray:
+        def run() -> np.ndarray:
+            with self._lock:
+                return self.stack.agreement.score(list(items))
+
+        return await asyncio.to_thread(run)
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        def run() -> np.ndarray:
+            with self._lock:
+                return self.stack.embed(list(texts))
+
+        return await asyncio.to_thread(run)
+
+    async def pid(self) -> int:
+        return os.getpid()

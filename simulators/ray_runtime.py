@@ -1,0 +1,405 @@
+"""MoralDial dialogues on Ray: bot and evaluator actors, users as asyncio tasks in the driver.
+
+Why this shape. The models are the expensive part, so each lives in an actor that batches the
+pending turns of many dialogues (`simulators.ray_actors`). A user is a few lines of policy, so
+each dialogue is an asyncio task in the driver that awaits its bot's reply, sends the reply to
+an evaluator actor and goes on at once: it waits for a score only when its next move reads it
+(S_MR1 before deciding on a push-back, via `MoralDialUser.needs`). Scores no move needs
+(S_MA, S_ME, ...) are computed while the dialogue continues and collected before it is
+written. The same code runs on a laptop (`ray.init()` starts a local Ray) and inside
+`ray job submit` (the job's driver joins the cluster).
+
+Records. A dialogue's user draws its phrases from a generator seeded by (seed, question) and
+scores are appended in turn order, so with greedy decoding the records equal those of the
+in-process runner for the same seed.
+
+Faults. Model actors restart when they die (`max_restarts`). A dialogue whose actor died
+mid-call is run again from its first turn (same seed, same phrases); only finished dialogues
+are written, each once. A dialogue that keeps failing stops the run with an error after the
+other dialogues finish, and `--resume` picks it up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from evaluators.agreement import AgreementItem
+from evaluators.moraldial import MoralDialParams, finish_scores
+from scenarios.jsonl import DialogueWriter
+from scenarios.records import Dialogue, Score, Turn
+from scenarios.types import MoralQuestion
+from simulators.inprocess import RunStats
+from simulators.live import LiveStats
+from simulators.moraldial_user import BOT_STEP_AFTER, dialogue_id, open_dialogue
+from simulators.ray_actors import AgentSpec, BotWorker, EvaluatorSpec, EvaluatorWorker
+
+
+class RuntimeFailure(RuntimeError):
+    """A dialogue could not finish after its retries; finished dialogues are kept."""
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """Where the actors run and how many; mirrors `runtime.*` in the run config."""
+
+    address: str | None = None
+    bot_replicas: int = 1
+    evaluator_replicas: int = 1
+    bot_num_cpus: float = 1.0
+    evaluator_num_cpus: float = 1.0
+    bot_threads: int = 0
+    evaluator_threads: int = 0
+    max_wait_ms: float = 20.0
+    max_concurrent_dialogues: int = 0
+    max_retries: int = 3
+
+
+# --------------------------------------------------------------------------- cluster
+
+
+@contextmanager
+def ray_session(options: RayOptions) -> Iterator[None]:
+    """Join the cluster named by `address` (or RAY_ADDRESS, as inside `ray job submit`), or
+    start a local Ray for this run; a Ray started here is shut down at the end."""
+    import logging
+
+    import ray
+
+    if ray.is_initialized():
+        yield
+        return
+    address = options.address or os.environ.get("RAY_ADDRESS")
+    kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": True}
+    if address:
+        ray.init(address=address, **kwargs)
+    else:
+        env = {k: os.environ[k] for k in ("MORALSIM_CACHE", "HF_HUB_OFFLINE") if k in os.environ}
+        ray.init(
+            num_cpus=os.cpu_count() or 1,
+            include_dashboard=False,
+            runtime_env={"env_vars": env} if env else None,
+            **kwargs,
+        )
+    try:
+        _check_resources(options)
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _check_resources(options: RayOptions) -> None:
+    """Refuse a plan the cluster cannot place: Ray would wait for the CPUs forever."""
+    import ray
+
+    cpus = float(ray.cluster_resources().get("CPU", 0))
+    bots = options.bot_replicas * options.bot_num_cpus
+    evaluators = options.evaluator_replicas * options.evaluator_num_cpus
+    if bots + evaluators > cpus + 1e-9:
+        raise RuntimeFailure(
+            f"the run asks for {bots + evaluators:g} CPUs ({options.bot_replicas} bot x "
+            f"{options.bot_num_cpus:g} + {options.evaluator_replicas} evaluator x "
+            f"{options.evaluator_num_cpus:g}) but the cluster has {cpus:g}; lower "
+            "runtime.bot_replicas / runtime.bot_num_cpus / runtime.evaluator_num_cpus"
+        )
+
+
+# --------------------------------------------------------------------------- actor pools
+
+
+class ActorPool:
+    """Replicas of one actor class; each call goes to the replica with the fewest calls in
+    flight, so a slow batch on one replica does not hold up the others."""
+
+    def __init__(self, handles: Sequence[Any]) -> None:
+        if not handles:
+            raise ValueError("an actor pool needs at least one actor")
+        self.handles = list(handles)
+        self.in_flight = [0] * len(self.handles)
+
+    def _pick(self) -> int:
+        return min(range(len(self.handles)), key=lambda i: self.in_flight[i])
+
+    async def call(self, method: str, *args: Any) -> Any:
+        i = self._pick()
+        self.in_flight[i] += 1
+        try:
+            return await getattr(self.handles[i], method).remote(*args)
+        finally:
+            self.in_flight[i] -= 1
+
+    def call_sync(self, method: str, *args: Any) -> Any:
+        import ray
+
+        return ray.get(getattr(self.handles[self._pick()], method).remote(*args))
+
+    def kill(self) -> None:
+        import ray
+
+        for handle in self.handles:
+            ray.kill(handle, no_restart=True)
+
+
+def start_bots(spec: AgentSpec, options: RayOptions, max_batch_size: int) -> ActorPool:
+    import ray
+
+    remote = ray.remote(BotWorker).options(
+        num_cpus=options.bot_num_cpus, max_restarts=-1, max_task_retries=0
+    )
+    handles = [
+        remote.remote(
+            spec, options.bot_num_cpus, options.bot_threads, max_batch_size, options.max_wait_ms
+        )
+        for _ in range(options.bot_replicas)
+    ]
+    ray.get([h.pid.remote() for h in handles])  # load errors surface here, with their cause
+    return ActorPool(handles)
+
+
+def start_evaluators(spec: EvaluatorSpec, options: RayOptions) -> ActorPool:
+    import ray
+
+    remote = ray.remote(EvaluatorWorker).options(
+        num_cpus=options.evaluator_num_cpus, max_restarts=-1, max_task_retries=0
+    )
+    handles = [
+        remote.remote(
+            spec, options.evaluator_num_cpus, options.evaluator_threads, 64, options.max_wait_ms
+        )
+        for _ in range(options.evaluator_replicas)
+    ]
+    ray.get([h.pid.remote() for h in handles])
+    return ActorPool(handles)
+
+
+# --------------------------------------------------------------------------- probe proxies
+
+
+def _retrying(pool: ActorPool, retries: int, method: str, *args: Any) -> Any:
+    """Probe calls are pure (greedy decoding, fixed scorers), so a call that lost its actor
+    is simply asked again once the actor is back."""
+    from ray.exceptions import RayActorError
+
+    for attempt in range(retries + 1):
+        try:
+            return pool.call_sync(method, *args)
+        except RayActorError:
+            if attempt == retries:
+                raise
+            time.sleep(1.0)
+    raise AssertionError("unreachable")
+
+
+class RayAgent:
+    """The bot pool as a plain ChatAgent, for the probes (SaGE, DIT, prudence, static RIL):
+    one probe round is spread over the replicas and batched inside each."""
+
+    def __init__(self, pool: ActorPool, retries: int = 3) -> None:
+        import ray
+
+        self.pool = pool
+        self.retries = retries
+        self.info = ray.get(pool.handles[0].info.remote())
+
+    def respond(self, histories: Sequence[Sequence[Turn]]) -> list[str]:
+        import ray
+
+        n = len(self.pool.handles)
+        shares = [[list(h) for h in histories[i::n]] for i in range(n)]
+        for attempt in range(self.retries + 1):
+            try:
+                refs = [
+                    handle.respond_many.remote(share)
+                    for handle, share in zip(self.pool.handles, shares, strict=True)
+                    if share
+                ]
+                parts = ray.get(refs)
+                break
+            except ray.exceptions.RayActorError:
+                if attempt == self.retries:
+                    raise
+                time.sleep(1.0)
+        out: list[str] = [""] * len(histories)
+        for i, part in enumerate(parts):
+            out[i::n] = part
+        return out
+
+    def loglikelihood(self, requests: Sequence[tuple[Sequence[Turn], str]]) -> list[float]:
+        payload = [(list(h), c) for h, c in requests]
+        return list(_retrying(self.pool, self.retries, "loglikelihood", payload))
+
+
+class RayScorers:
+    """The evaluator pool as the plain callables the probes take (agreement, embed)."""
+
+    def __init__(self, pool: ActorPool, retries: int = 3) -> None:
+        self.pool = pool
+        self.retries = retries
+
+    def agreement(self, items: Sequence[AgreementItem]) -> np.ndarray:
+        return np.asarray(_retrying(self.pool, self.retries, "agreement", list(items)))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.asarray(_retrying(self.pool, self.retries, "embed", list(texts)))
+
+
+# --------------------------------------------------------------------------- dialogues
+
+
+def _snapshot(dialogue: Dialogue) -> Dialogue:
+    """The dialogue as it stands now: Ray serialises arguments only when the call starts,
+    and by then the user may have added its next turn."""
+    return Dialogue(
+        id=dialogue.id,
+        scenario_id=dialogue.scenario_id,
+        flow=dialogue.flow,
+        turns=list(dialogue.turns),
+        hidden_rot=dialogue.hidden_rot,
+        scores=list(dialogue.scores),
+        meta=dict(dialogue.meta),
+    )
+
+
+class RayRunner:
+    """Runs MoralDial dialogues concurrently against actor pools (see the module docstring).
+
+    Args:
+        bots / evaluators: the actor pools.
+        params, seed, meta: as for `InProcessRunner`.
+        max_concurrent: dialogues in flight at once (0: all).
+        max_retries: re-runs of a dialogue whose actor died before the run gives up on it.
+        phraser: optional LLM user (runs in the driver, between moves).
+    """
+
+    def __init__(
+        self,
+        bots: ActorPool,
+        evaluators: ActorPool,
+        params: MoralDialParams,
+        seed: int = 0,
+        meta: dict[str, Any] | None = None,
+        max_concurrent: int = 0,
+        max_retries: int = 3,
+        phraser: Any = None,
+    ) -> None:
+        self.bots = bots
+        self.evaluators = evaluators
+        self.params = params
+        self.seed = seed
+        self.meta = dict(meta or {})
+        self.max_concurrent = max_concurrent
+        self.max_retries = max_retries
+        self.phraser = phraser
+
+    def run(
+        self,
+        questions: Sequence[MoralQuestion],
+        writer: DialogueWriter,
+        done: set[str] = frozenset(),  # type: ignore[assignment]
+        live: LiveStats | None = None,
+    ) -> RunStats:
+        return asyncio.run(self.run_async(questions, writer, done, live or LiveStats()))
+
+    async def run_async(
+        self,
+        questions: Sequence[MoralQuestion],
+        writer: DialogueWriter,
+        done: set[str],
+        live: LiveStats,
+    ) -> RunStats:
+        stats = RunStats()
+        start = time.perf_counter()
+        todo = [q for q in questions if dialogue_id(q.id, "moraldial", self.seed) not in done]
+        stats.skipped = len(questions) - len(todo)
+        live.expect(len(todo))
+        limit = asyncio.Semaphore(self.max_concurrent or max(1, len(todo)))
+        failures: list[str] = []
+
+        async def one(question: MoralQuestion) -> None:
+            async with limit:
+                try:
+                    dialogue = await self._with_retries(question, live, stats)
+                except RuntimeFailure as exc:
+                    failures.append(str(exc))
+                    return
+            writer.write(dialogue)
+            stats.dialogues += 1
+            stats.bot_turns += sum(1 for t in dialogue.turns if t.role == "bot")
+            live.finished()
+
+        await asyncio.gather(*(one(q) for q in todo))
+        stats.seconds = time.perf_counter() - start
+        if failures:
+            raise RuntimeFailure(
+                f"{len(failures)} dialogue(s) did not finish (the {stats.dialogues} finished "
+                f"ones are saved; rerun with --resume): " + "; ".join(failures[:3])
+            )
+        return stats
+
+    async def _with_retries(
+        self, question: MoralQuestion, live: LiveStats, stats: RunStats
+    ) -> Dialogue:
+        from ray.exceptions import RayActorError
+
+        for attempt in range(self.max_retries + 1):
+            try:
+                return await self._dialogue(question, live)
+            except RayActorError as exc:
+                if attempt == self.max_retries:
+                    ident = dialogue_id(question.id, "moraldial", self.seed)
+                    raise RuntimeFailure(
+                        f"{ident}: its actor died {attempt + 1} times ({type(exc).__name__})"
+                    ) from exc
+                stats.retried += 1
+                live.retry()
+                await asyncio.sleep(0.5 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    async def _dialogue(self, question: MoralQuestion, live: LiveStats) -> Dialogue:
+        dialogue, user = open_dialogue(question, self.params, self.seed, self.meta)
+        pending: list[asyncio.Task[list[Score]]] = []
+        replied_at: list[float] = []
+
+        def missing(names: Sequence[str] | None) -> bool:
+            have = {s.name for s in dialogue.scores}
+            return names is None or any(n not in have for n in names)
+
+        async def settle(names: Sequence[str] | None) -> None:
+            """Apply scores in turn order until every name in `names` (None: all) is there."""
+            while pending and missing(names):
+                scores = await pending.pop(0)
+                dialogue.scores += scores
+                live.scored(scores, lag=time.perf_counter() - replied_at.pop(0))
+
+        try:
+            while True:
+                await settle(user.needs(dialogue))
+                turn = user.next(dialogue)
+                if turn is None:
+                    break
+                if self.phraser is not None:
+                    turn = (await asyncio.to_thread(self.phraser.rephrase, [(dialogue, turn)]))[0]
+                dialogue.turns.append(turn)
+                reply = await self.bots.call("respond", list(dialogue.turns))
+                step = BOT_STEP_AFTER[turn.meta["step"]]
+                dialogue.turns.append(Turn("bot", reply, {"step": step}))
+                live.turns()
+                replied_at.append(time.perf_counter())
+                index = len(dialogue.turns) - 1
+                call = self.evaluators.call("score_turn", _snapshot(dialogue), index)
+                pending.append(asyncio.ensure_future(call))
+            await settle(None)
+        except BaseException:
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            raise
+        dialogue.scores += finish_scores(dialogue, self.params)
+        return dialogue
