@@ -101,17 +101,20 @@ def simulate(
     if show_config:
         _print_config_fields()
         return
+    _simulate(_run_config(config, set_, seed, name, output_dir, num_dialogues), resume)
+
+
+def _simulate(run: RunConfig, resume: bool) -> None:
     from agents.models import ModelError, resolve_model
     from moralsim.run_simulation import simulate as run_simulation
     from simulators.ray_runtime import RuntimeFailure
 
-    run = _run_config(config, set_, seed, name, output_dir, num_dialogues)
     try:
         for key, spec in (
             ("bot.model", run.bot.model),
             ("evaluators.embedding_model", run.evaluators.embedding_model),
             ("evaluators.agreement_model", run.evaluators.agreement_model),
-            ("user.phraser_model", run.user.phraser_model),
+            ("user.phraser_model", run.user.phraser_model if run.user.policy == "llm" else None),
         ):
             if spec is None:
                 continue
@@ -134,17 +137,30 @@ def simulate(
 
 def _print_summary(run_dir: Path) -> None:
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    table = Table(title=f"{summary['run'].get('name')}: MoralDial metrics (x100, 95% CI)")
+    table = Table(title=f"{summary['run'].get('name')}: metrics (x100, 95% CI)")
     for column in ("metric", "mean", "95% CI", "n"):
         table.add_column(column, no_wrap=True)
-    for metric, entry in summary["metrics"].items():
-        mean, ci = entry["mean"], entry["ci95"]
+
+    def row(label: str, entry: Any, scale: float = 100.0) -> None:
+        if not isinstance(entry, dict) or not entry.get("n"):
+            return
+        mean, ci = entry.get("mean"), entry.get("ci95")
         table.add_row(
-            metric,
-            "—" if mean is None else f"{100 * mean:+.1f}",
-            "—" if ci is None else f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]",
+            label,
+            "—" if mean is None else f"{scale * mean:+.1f}",
+            "—" if not ci else f"[{scale * ci[0]:+.1f}, {scale * ci[1]:+.1f}]",
             str(entry["n"]),
         )
+
+    for metric, entry in summary.get("metrics", {}).items():
+        row(metric, entry)
+    row("S_RIL (static)", (summary.get("static_ril") or {}).get("S_RIL"))
+    sage = summary.get("sage") or {}
+    row("SaGE answers", sage.get("answer"))
+    row("SaGE RoTs", sage.get("rot"))
+    row("SaGE RoTs (RoT-prompted)", sage.get("rot_prompted"))
+    row("DIT P-score (0-100)", (summary.get("dit") or {}).get("p_mean_ci"), 1.0)
+    row("prudence", (summary.get("prudence") or {}).get("prudence"))
     Console().print(table)
 
 
@@ -259,9 +275,30 @@ def chat(
 
 
 @app.command(name="eval")
-def eval_() -> None:
-    """Score existing dialogues or run a probe (SaGE, DIT, prudence) on a bot."""
-    raise _not_yet("eval", "the evaluators issue")
+def eval_(
+    model: Annotated[
+        str, typer.Option(help="Bot: local model folder or embedded name.")
+    ] = "smollm2-135m-instruct",
+    adapter: Annotated[str | None, typer.Option(help="PEFT LoRA adapter folder.")] = None,
+    probes: Annotated[
+        str, typer.Option(help="Comma-separated probes: static-ril, sage, dit, prudence.")
+    ] = "static-ril,sage,dit,prudence",
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (overrides the config).")] = None,
+    name: Annotated[str, typer.Option(help="Run name.")] = "eval",
+    output_dir: Annotated[str | None, typer.Option(help="Parent folder of runs.")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue an interrupted eval.")] = False,
+) -> None:
+    """Probe a bot without interactive dialogues: static RIL, SaGE, DIT, prudence.
+
+    The same run folder, config and report as `simulate`, with the probe flows only.
+    """
+    chosen = [p.strip() for p in probes.split(",") if p.strip()]
+    sets = [f"bot.model={model}", f"flows=[{', '.join(chosen)}]"]
+    if adapter:
+        sets.append(f"bot.adapter={adapter}")
+    _simulate(_run_config(config, [*sets, *(set_ or [])], seed, name, output_dir), resume)
 
 
 @app.command()

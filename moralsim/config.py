@@ -118,7 +118,11 @@ class RuntimeConfig:
     evaluator_replicas: int = _f(1, "Evaluator actors, each holding the scorer models.")
     bot_num_cpus: float = _f(1.0, "CPUs Ray reserves for each bot actor.")
     evaluator_num_cpus: float = _f(1.0, "CPUs Ray reserves for each evaluator actor.")
-    bot_threads: int = _f(0, "Torch threads per bot actor (0: its num_cpus, rounded up).")
+    bot_threads: int = _f(
+        2,
+        "Torch threads per bot actor (0: its num_cpus rounded up). 2 suits a 2-core laptop, "
+        "where the evaluator actor is idle most of the time.",
+    )
     evaluator_threads: int = _f(
         0, "Torch threads per evaluator actor (0: its num_cpus, rounded up)."
     )

@@ -26,7 +26,8 @@ class MoralQuestion:
 
     `answers` holds a reference reply that agrees and one that disagrees with the RoT; the
     explanation is what a bot following the RoT would say when asked why; the related
-    question shares the RoT (the RIL flow asks it).
+    question shares the RoT (the RIL flow asks it), and `related_answer`, when a pack has it,
+    answers it as the RoT says (the training target of the RIL discussion flow).
     """
 
     id: str
@@ -38,6 +39,7 @@ class MoralQuestion:
     explanation: str
     related_question: str
     split: Split
+    related_answer: str = ""  # a reference answer to related_question that follows the RoT
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from moralsim.cli import app
@@ -91,10 +90,22 @@ def test_show_config_lists_keys() -> None:
     assert result.exit_code == 0 and "bot.generation.num_beams" in result.output
 
 
-@pytest.mark.parametrize(("args", "message"), [(["eval"], "moralsim eval")])
-def test_unbuilt_commands_say_so(args: list[str], message: str) -> None:
-    result = run(*args)
-    assert result.exit_code == 2 and f"`{message}` is not available yet" in result.output
+def test_eval_runs_the_probes_only(
+    tiny_causal_lm: Path, tiny_classifier: Path, tmp_path: Path, isolated_cache: Path
+) -> None:
+    result = run(
+        "eval", "--model", str(tiny_causal_lm), "--probes", "static-ril,sage,prudence",
+        "--output-dir", str(tmp_path), "--name", "e1",
+        "--set", f"evaluators.agreement_model={tiny_classifier}",
+        "--set", "bot.generation.max_new_tokens=4", "--set", "num_dialogues=3",
+        "--set", "probes.sage_questions=2", "--set", "probes.prudence_questions=2",
+        "--set", "runtime.ray=false",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    flows = {d.flow for d in read_dialogues(tmp_path / "e1" / "dialogues.jsonl")}
+    assert flows == {"static-ril", "sage", "prudence"}
+    for label in ("S_RIL (static)", "SaGE answers", "prudence"):
+        assert label in result.output, label
 
 
 def test_models_list_runs() -> None:

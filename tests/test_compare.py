@@ -47,3 +47,37 @@ def test_compare_runs_and_cli(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["compare", str(a), str(b)], terminal_width=200)
     assert result.exit_code == 0, result.output
     assert "S_MA" in result.output and "+50.0" in result.output
+
+
+def test_probe_rows_compare_per_unit_values_where_stored(tmp_path: Path) -> None:
+    import json
+
+    a = write_run(tmp_path / "base", [0.0, 0.2])
+    b = write_run(tmp_path / "moral", [0.5, 0.7])
+    (a / "probes.json").write_text(
+        json.dumps(
+            {
+                "sage": {"per_question": {"q1": {"answer": 0.2, "rot": 0.1},
+                                          "q2": {"answer": 0.4, "rot": 0.3}}},
+                "dit": {"p_values": [20.0, 40.0]},
+                "prudence": {"prudence": {"mean": 0.25, "ci95": None, "n": 4}},
+            }
+        )
+    )  # fmt: skip
+    (b / "probes.json").write_text(
+        json.dumps(
+            {
+                "sage": {"per_question": {"q1": {"answer": 0.6, "rot": 0.5},
+                                          "q2": {"answer": 0.8, "rot": 0.5}}},
+                "dit": {"p_values": [50.0, 70.0, 60.0]},
+                "prudence": {"prudence": {"mean": 0.75, "ci95": None, "n": 4}},
+            }
+        )
+    )  # fmt: skip
+    rows = {r.metric: r for r in compare_runs(a, b)}
+    assert rows["SaGE answers"].diff == pytest.approx(0.7 - 0.3)
+    assert rows["SaGE answers"].diff_low is not None
+    assert rows["SaGE RoTs"].a.mean == pytest.approx(0.2)
+    assert rows["DIT P-score"].diff == pytest.approx(0.6 - 0.3) and rows["DIT P-score"].b.n == 3
+    assert rows["prudence"].diff == pytest.approx(0.5) and rows["prudence"].diff_low is None
+    assert "SaGE RoTs (RoT-prompted)" not in rows and "S_RIL (static)" not in rows

@@ -155,6 +155,22 @@ def test_ril_needs_another_question_with_the_same_rot() -> None:
     assert report.dropped["RIL: no other question with a reference answer shares the RoT"] == 1
 
 
+def test_a_related_answer_gives_ril_rows_both_ways() -> None:
+    import dataclasses
+
+    q1 = dataclasses.replace(QUESTIONS[0], related_answer="No, tell him the truth.")
+    data, _ = build(questions=[q1])
+    ril = {r["question_id"]: r["messages"] for r in rows(data, "RIL")}
+    assert set(ril) == {"q1", "q1:related"}
+    assert ril["q1"][0]["content"] == "Question q1?"
+    assert ril["q1"][-2]["content"].endswith("Related to q1?")
+    assert ril["q1"][-1]["content"] == "No, tell him the truth."
+    assert ril["q1:related"][0]["content"] == "Related to q1?"
+    assert ril["q1:related"][-1]["content"] == "Agreeing answer q1."
+    # the related answer also serves MA and ME (it follows a high-consensus RoT)
+    assert {r["question_id"] for r in rows(data, "MA")} == {"q1", "q1:related"}
+
+
 def test_same_seed_same_rows_other_seed_other_phrases() -> None:
     a, _ = build(questions=QUESTIONS, seed=1)
     b, _ = build(questions=QUESTIONS, seed=1)
@@ -446,12 +462,16 @@ def test_core_pack_builds() -> None:
     check_disjoint_splits(data)
     firm = sum(q.rot.consensus >= 4 for q in pack.questions)
     total = {flow: sum(n.values()) for flow, n in counts(data).items()}
+    n = len(pack.questions)
+    assert all(q.related_answer for q in pack.questions)
     assert total == {
-        "MA": firm,  # only the agreeing answer, and only on high-consensus RoTs
-        "ME": len(pack.questions),
-        "MR": firm,
+        # agreeing answers only, on high-consensus RoTs: the question's and the related one's
+        "MA": 2 * firm,
+        "ME": 2 * n,
+        "MR": firm,  # the related question has no disagreeing reference answer
+        "RIL": 2 * n,  # question -> related question, and back
         "PT": len({normalise(q.rot.text) for q in pack.questions}),
-    }  # no RIL: every core RoT text is unique and related questions have no answer
+    }
 
 
 @pytest.mark.skipif(not SC101.is_dir(), reason="../shared/data/social_chem_101 is not present")

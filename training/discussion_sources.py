@@ -124,6 +124,22 @@ def core_corpus(questions: list[MoralQuestion], source: str = "core") -> Corpus:
         corpus.answers.append(
             SourceAnswer(answer=q.agree_answer, stance="agree", revised=True, **common)
         )
+        if q.related_answer:
+            # The related question shares the RoT, so its reference answer is the A_new that
+            # RIL needs (and one more agreeing answer for MA/ME).
+            corpus.answers.append(
+                SourceAnswer(
+                    answer=q.related_answer,
+                    stance="agree",
+                    revised=True,
+                    **{
+                        **common,
+                        "question_id": f"{q.id}:related",
+                        "question": q.related_question,
+                        "other_questions": (q.question, *q.paraphrases),
+                    },
+                )
+            )
         corpus.rots.append(SourceRoT(source, q.id, q.rot, q.split))
     return corpus
 

@@ -21,9 +21,9 @@ Where A and A' come from, per corpus (stances are the corpus's own labels, never
 - core pack (MoralQuestion): A = disagree_answer (breaks the RoT), A' = agree_answer (follows
   it; written as what a bot says having adopted the RoT, so it counts as a revised answer:
   MA keeps it only on high-consensus RoTs). Q_new for RIL: another pack question whose RoT text
-  is the same. The pack's `related_question` shares the RoT but has no reference answer, so it
-  cannot be a training target; with the core pack's unique RoT texts RIL is empty and the
-  build report says why.
+  is the same; a question's `related_question` with its `related_answer` (written to follow the
+  RoT) is such a question, so the core pack gives RIL rows in both directions. A pack without
+  related answers and with unique RoT texts gets no RIL rows, and the build report says why.
 - MIC CSV: each row is an original answer with `A_agrees` (0 disagree, 1 neutral, 2 agree) for
   its RoT. MA keeps agree and neutral answers. For ME, A' is an answer to the same question
   labelled agree with the same RoT; for MR, A' is one such answer picked at random for each

@@ -24,6 +24,7 @@ QUESTION_KEYS = (
     "answers",
     "explanation",
     "related_question",
+    "related_answer",
     "split",
 )
 ROT_KEYS = ("text", "foundations", "consensus", "severity", "judgment", "action", "situation")
@@ -94,6 +95,7 @@ def parse_question(data: Any, min_paraphrases: int) -> MoralQuestion:
         explanation=text_field(data, "explanation"),
         related_question=text_field(data, "related_question"),
         split=split,
+        related_answer=text_field(data, "related_answer") if "related_answer" in data else "",
     )
 
 
@@ -116,5 +118,6 @@ def question_to_dict(q: MoralQuestion) -> dict[str, Any]:
         "answers": {"agree": q.agree_answer, "disagree": q.disagree_answer},
         "explanation": q.explanation,
         "related_question": q.related_question,
+        **({"related_answer": q.related_answer} if q.related_answer else {}),
         "split": q.split,
     }
