@@ -96,12 +96,16 @@ def simulate(
         bool, typer.Option(help="Continue a run; finished dialogues are kept.")
     ] = False,
     show_config: Annotated[bool, typer.Option(help="Print every config key and exit.")] = False,
+    no_ray: Annotated[
+        bool, typer.Option("--no-ray", help="Run in this process (same as runtime.ray=false).")
+    ] = False,
 ) -> None:
     """Simulate users discussing moral questions with a bot, scoring every bot turn live."""
     if show_config:
         _print_config_fields()
         return
-    _simulate(_run_config(config, set_, seed, name, output_dir, num_dialogues), resume)
+    sets = [*(set_ or []), *(["runtime.ray=false"] if no_ray else [])]
+    _simulate(_run_config(config, sets, seed, name, output_dir, num_dialogues), resume)
 
 
 def _simulate(run: RunConfig, resume: bool) -> None:
@@ -176,6 +180,10 @@ train_app.command("sft")(train_sft)
 def train_scorer(
     output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the trained scorer.")],
     pack: Annotated[str, typer.Option(help="Pack whose agreement examples to use.")] = "core",
+    mic: Annotated[
+        list[Path] | None,
+        typer.Option(help="MIC-format CSV(s) to train on instead of the pack (repeatable)."),
+    ] = None,
     base_model: Annotated[str, typer.Option(help="Encoder folder or embedded name.")] = "minilm-l6",
     epochs: Annotated[int, typer.Option(help="Passes over the training split.")] = 3,
     learning_rate: Annotated[float, typer.Option(help="Peak learning rate.")] = 1e-4,
@@ -183,14 +191,32 @@ def train_scorer(
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,
 ) -> None:
     """Fine-tune an encoder as the agree/neutral/disagree answer-RoT classifier."""
-    from scenarios.loaders import ScenarioLoadError
+    from scenarios.agreement_examples import augment_agreement_examples
+    from scenarios.loaders import ScenarioLoadError, load_mic
     from scenarios.pack import load_pack
     from training.scorer import ScorerTrainingConfig, train_agreement_classifier
 
     try:
-        data = load_pack(pack).pack
+        if mic:
+            rows = [r.to_example(f"mic-{path.stem}") for path in mic for r in load_mic(path)[0]]
+            examples = augment_agreement_examples(rows, seed)
+            splits = {s: [e for e in examples if e.split == s] for s in ("train", "dev", "test")}
+            console.print(
+                f"{len(rows)} MIC rows + {len(examples) - len(rows)} neutral augmentations "
+                f"(train {len(splits['train'])}, dev {len(splits['dev'])}, "
+                f"test {len(splits['test'])})",
+                highlight=False,
+            )
+        else:
+            data = load_pack(pack).pack
+            splits = {s: data.agreement_in(s) for s in ("train", "dev", "test")}
     except ScenarioLoadError as exc:
         raise _fail(str(exc)) from None
+    if not splits["train"] or not splits["dev"]:
+        raise _fail(
+            "the scorer needs train and dev examples; the data has "
+            + ", ".join(f"{k} {len(v)}" for k, v in splits.items())
+        )
     cfg = ScorerTrainingConfig(
         base_model=base_model,
         epochs=epochs,
@@ -199,9 +225,9 @@ def train_scorer(
         seed=seed,
     )
     result = train_agreement_classifier(
-        data.agreement_in("train"),
-        data.agreement_in("dev"),
-        data.agreement_in("test"),
+        splits["train"],
+        splits["dev"],
+        splits["test"],
         output,
         cfg,
         progress=lambda m: console.print(m, highlight=False),
@@ -289,6 +315,9 @@ def eval_(
     name: Annotated[str, typer.Option(help="Run name.")] = "eval",
     output_dir: Annotated[str | None, typer.Option(help="Parent folder of runs.")] = None,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted eval.")] = False,
+    no_ray: Annotated[
+        bool, typer.Option("--no-ray", help="Run in this process (same as runtime.ray=false).")
+    ] = False,
 ) -> None:
     """Probe a bot without interactive dialogues: static RIL, SaGE, DIT, prudence.
 
@@ -298,6 +327,8 @@ def eval_(
     sets = [f"bot.model={model}", f"flows=[{', '.join(chosen)}]"]
     if adapter:
         sets.append(f"bot.adapter={adapter}")
+    if no_ray:
+        sets.append("runtime.ray=false")
     _simulate(_run_config(config, [*sets, *(set_ or [])], seed, name, output_dir), resume)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,9 +164,7 @@ def simulate(run: RunConfig, resume: bool = False, say: Callable[[str], None] = 
         live = LiveStats()
         if "moraldial" in run.flows:
             task = bar.add_task("moraldial dialogues", total=None, live="")
-            live.on_change = lambda s: bar.update(
-                task, completed=s.dialogues, total=s.total, live=s.line()
-            )
+            live.on_change = _progress_updater(bar, task, say)
             stats = backend.runner.run(questions, writer, done, live)
             result.skipped += stats.skipped
             result.retried += stats.retried
@@ -183,6 +182,21 @@ def simulate(run: RunConfig, resume: bool = False, say: Callable[[str], None] = 
 
     write_report(run_dir)
     return result
+
+
+def _progress_updater(bar: Any, task: Any, say: Callable[[str], None]) -> Callable[[Any], None]:
+    """Live bar on a terminal; without one (a `ray job submit` log, nohup) a bar would show
+    nothing until the end, so a plain status line is printed every 15 s instead."""
+    last = [time.perf_counter()]
+
+    def update(s: Any) -> None:
+        bar.update(task, completed=s.dialogues, total=s.total, live=s.line())
+        now = time.perf_counter()
+        if not bar.console.is_terminal and (now - last[0] >= 15 or s.dialogues == s.total):
+            last[0] = now
+            say(f"moraldial {s.dialogues}/{s.total} dialogues · {s.line()}")
+
+    return update
 
 
 def _run_probes(

@@ -74,3 +74,47 @@ def _examples_for(
         )
         for suffix, question, answer, rule, label, kind in rows
     ]
+
+
+def augment_agreement_examples(
+    examples: list[AgreementExample], seed: int = 0
+) -> list[AgreementExample]:
+    """Labelled corpus triples (e.g. MIC rows) plus METHODS.md §3's neutral augmentations.
+
+    Per distinct question (within its split): the question's answer against an RoT of another
+    question of the same split (mismatched), a non-answer, an empty answer, and the answer
+    against itself as the "RoT" (a restatement). Once per question rather than per row keeps
+    the neutral class from swamping a corpus with many answers per question.
+    """
+    rng = random.Random(seed)
+    out = list(examples)
+    by_split: dict[str, list[AgreementExample]] = defaultdict(list)
+    for e in examples:
+        by_split[e.split].append(e)
+    seen: set[tuple[str, str]] = set()
+    for e in examples:
+        key = (e.split, e.question)
+        if key in seen or not e.answer.strip():
+            continue
+        seen.add(key)
+        others = [o.rot for o in by_split[e.split] if o.rot != e.rot and o.question != e.question]
+        rows = [
+            ("non-answer", rng.choice(NON_ANSWERS), e.rot, "non-answer"),
+            ("empty", "", e.rot, "empty-answer"),
+            ("restated", e.answer, e.answer, "restated-answer"),
+        ]
+        if others:
+            rows.insert(0, ("mismatched", e.answer, rng.choice(others), "mismatched-rot"))
+        out += [
+            AgreementExample(
+                id=f"{e.id}/{suffix}",
+                question=e.question,
+                answer=answer,
+                rot=rule,
+                label="neutral",
+                split=e.split,
+                kind=kind,
+            )
+            for suffix, answer, rule, kind in rows
+        ]
+    return out

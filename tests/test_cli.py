@@ -23,14 +23,14 @@ def test_simulate_runs_dialogues_and_writes_the_run_folder(
         "simulate", "--output-dir", str(tmp_path), "--name", "t1", "--seed", "5",
         "--num-dialogues", "3", "--set", f"bot.model={tiny_causal_lm}",
         "--set", f"evaluators.agreement_model={tiny_classifier}",
-        "--set", "bot.generation.max_new_tokens=4", "--set", "flows=[moraldial]",
-        "--set", "runtime.ray=false",
+        "--set", "bot.generation.max_new_tokens=4", "--set", "flows=[moraldial]", "--no-ray",
     ]  # fmt: skip
     result = run(*args)
     assert result.exit_code == 0, result.output
     folder = tmp_path / "t1"
     config = load_config(folder / "config.yaml")
     assert config.seed == 5 and config.bot.model == str(tiny_causal_lm)
+    assert config.runtime.ray is False  # --no-ray
     dialogues = read_dialogues(folder / "dialogues.jsonl")
     assert len(dialogues) == 3 and all(d.meta["split"] == "test" for d in dialogues)
     summary = json.loads((folder / "summary.json").read_text())
