@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -253,6 +253,17 @@ class RayScorers:
 # --------------------------------------------------------------------------- dialogues
 
 
+def _report_scores(live: LiveStats, replied: float) -> Callable[[asyncio.Task[list[Score]]], None]:
+    """Live means and the turn -> scores lag count when the scores arrive, not when the
+    dialogue next reads them (scores no move needs are read only at the end)."""
+
+    def done(task: asyncio.Task[list[Score]]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            live.scored(task.result(), lag=time.perf_counter() - replied)
+
+    return done
+
+
 def _snapshot(dialogue: Dialogue) -> Dialogue:
     """The dialogue as it stands now: Ray serialises arguments only when the call starts,
     and by then the user may have added its next turn."""
@@ -365,7 +376,6 @@ class RayRunner:
     async def _dialogue(self, question: MoralQuestion, live: LiveStats) -> Dialogue:
         dialogue, user = open_dialogue(question, self.params, self.seed, self.meta)
         pending: list[asyncio.Task[list[Score]]] = []
-        replied_at: list[float] = []
 
         def missing(names: Sequence[str] | None) -> bool:
             have = {s.name for s in dialogue.scores}
@@ -374,9 +384,7 @@ class RayRunner:
         async def settle(names: Sequence[str] | None) -> None:
             """Apply scores in turn order until every name in `names` (None: all) is there."""
             while pending and missing(names):
-                scores = await pending.pop(0)
-                dialogue.scores += scores
-                live.scored(scores, lag=time.perf_counter() - replied_at.pop(0))
+                dialogue.scores += await pending.pop(0)
 
         try:
             while True:
@@ -391,10 +399,11 @@ class RayRunner:
                 step = BOT_STEP_AFTER[turn.meta["step"]]
                 dialogue.turns.append(Turn("bot", reply, {"step": step}))
                 live.turns()
-                replied_at.append(time.perf_counter())
                 index = len(dialogue.turns) - 1
                 call = self.evaluators.call("score_turn", _snapshot(dialogue), index)
-                pending.append(asyncio.ensure_future(call))
+                task = asyncio.ensure_future(call)
+                task.add_done_callback(_report_scores(live, time.perf_counter()))
+                pending.append(task)
             await settle(None)
         except BaseException:
             for task in pending:
