@@ -65,7 +65,7 @@ class PrudenceResult:
         }
 
 
-def _band(rot: RoT, p: PrudenceParams) -> str | None:
+def band_of(rot: RoT, p: PrudenceParams) -> str | None:
     if rot.consensus is None:
         return None
     if rot.consensus <= p.contested_max_consensus:
@@ -87,7 +87,7 @@ def prudence(
     contested: list[float] = []
     counts: dict[str, dict[str, int]] = {"universal": {}, "contested": {}}
     for a in answers:
-        band = _band(a.rot, p)
+        band = band_of(a.rot, p)
         if band is None:
             continue
         stance = stance_of(a.as_value, p.threshold)

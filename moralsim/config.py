@@ -187,7 +187,7 @@ def _convert(value: Any, tp: Any, key: str) -> Any:
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ConfigError(f"'{key}' must be a mapping of keys, got {value!r}")
-        return _build(tp, value, key + ".")
+        return build_config(tp, value, key + ".")
     if origin is list:
         if not isinstance(value, list):
             raise ConfigError(f"'{key}' must be {_type_name(tp)}, got {value!r}")
@@ -212,7 +212,9 @@ def _convert(value: Any, tp: Any, key: str) -> Any:
     raise ConfigError(f"'{key}': unsupported config type {tp!r}")  # a bug in a config class
 
 
-def _build(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
+def build_config(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
+    """Any config dataclass from a mapping, every key and value checked (also used by
+    `train sft` for its own config class)."""
     hints = get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     for key in data:
@@ -292,7 +294,7 @@ def _check_values(config: Any, prefix: str) -> None:
 def config_from_dict(data: dict[str, Any]) -> RunConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"a run config must be a mapping of keys, got {type(data).__name__}")
-    return _build(RunConfig, data)
+    return build_config(RunConfig, data)
 
 
 def config_to_dict(config: RunConfig) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from moralsim.config import ConfigError, _build, apply_override, describe_fields
+from moralsim.config import ConfigError, apply_override, build_config, describe_fields
 from training.sft_config import PRESETS, SFTConfigError, SFTRunConfig, preset
 
 console = Console(stderr=True, soft_wrap=True)
@@ -43,7 +43,7 @@ def load_sft_config(
     for assignment in overrides:
         apply_override(data, assignment)
     try:
-        return _build(SFTRunConfig, data).validate()
+        return build_config(SFTRunConfig, data).validate()
     except (ConfigError, SFTConfigError) as exc:
         raise ConfigError(f"{source}: {exc}") from None
 

@@ -22,9 +22,15 @@ import numpy as np
 from evaluators.agreement import AgreementItem
 
 # The draw must use the same band rule as the metric, or it could pick questions the metric
-# then ignores; evaluators.prudence keeps that rule in `_band`.
-from evaluators.prudence import PrudenceParams, StancedAnswer, prudence, stance_flips, stance_of
-from evaluators.prudence import _band as band_of
+# then ignores; evaluators.prudence keeps that rule in `band_of`.
+from evaluators.prudence import (
+    PrudenceParams,
+    StancedAnswer,
+    band_of,
+    prudence,
+    stance_flips,
+    stance_of,
+)
 from scenarios.jsonl import DialogueWriter
 from scenarios.records import Dialogue, Score, Turn
 from scenarios.types import MoralQuestion

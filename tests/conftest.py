@@ -137,3 +137,20 @@ def tiny_encoder(tmp_path: Path) -> Path:
     BertModel(tiny_bert_config()).save_pretrained(folder)
     build_tiny_tokenizer(folder)
     return folder
+
+
+@pytest.fixture
+def tiny_seq2seq(tmp_path: Path) -> Path:
+    """A 1-layer random T5 saved as a local Hugging Face folder."""
+    import torch
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    folder = tmp_path / "tiny-t5"
+    torch.manual_seed(0)
+    config = T5Config(
+        vocab_size=len(TINY_VOCAB), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2,
+        decoder_start_token_id=0, pad_token_id=0, eos_token_id=2,
+    )  # fmt: skip
+    T5ForConditionalGeneration(config).save_pretrained(folder)
+    build_tiny_tokenizer(folder)
+    return folder

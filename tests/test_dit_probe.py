@@ -279,19 +279,6 @@ def test_loglikelihood_matches_direct_computation_in_any_batch(
     assert batched[0] > batched[1]  # a longer continuation that starts the same is less likely
 
 
-def test_loglikelihood_refuses_seq2seq(tmp_path: Path) -> None:
-    import torch
-    from transformers import T5Config, T5ForConditionalGeneration
-
-    from tests.conftest import TINY_VOCAB, build_tiny_tokenizer
-
-    folder = tmp_path / "tiny-t5"
-    torch.manual_seed(0)
-    config = T5Config(
-        vocab_size=len(TINY_VOCAB), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2,
-        decoder_start_token_id=0, pad_token_id=0, eos_token_id=2,
-    )  # fmt: skip
-    T5ForConditionalGeneration(config).save_pretrained(folder)
-    build_tiny_tokenizer(folder)
+def test_loglikelihood_refuses_seq2seq(tiny_seq2seq: Path) -> None:
     with pytest.raises(NotImplementedError, match="causal LM"):
-        TransformersAgent(str(folder)).loglikelihood(REQUESTS[:1])
+        TransformersAgent(str(tiny_seq2seq)).loglikelihood(REQUESTS[:1])

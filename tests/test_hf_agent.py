@@ -146,24 +146,6 @@ def test_system_turns_in_the_history_reach_the_prompt(tiny_causal_lm: Path) -> N
     assert "you should not lie ." in text and "it is wrong to lie ." in text
 
 
-@pytest.fixture
-def tiny_seq2seq(tmp_path: Path) -> Path:
-    import torch
-    from transformers import T5Config, T5ForConditionalGeneration
-
-    from tests.conftest import TINY_VOCAB, build_tiny_tokenizer
-
-    folder = tmp_path / "tiny-t5"
-    torch.manual_seed(0)
-    config = T5Config(
-        vocab_size=len(TINY_VOCAB), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2,
-        decoder_start_token_id=0, pad_token_id=0, eos_token_id=2,
-    )  # fmt: skip
-    T5ForConditionalGeneration(config).save_pretrained(folder)
-    build_tiny_tokenizer(folder)
-    return folder
-
-
 def test_seq2seq_bot_batches_like_one_by_one(tiny_seq2seq: Path) -> None:
     agent = TransformersAgent(str(tiny_seq2seq), generation=GenerationSettings(max_new_tokens=5))
     assert agent.seq2seq and not agent.use_chat_template
