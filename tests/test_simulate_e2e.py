@@ -110,9 +110,7 @@ def test_a_full_run_has_every_metric_and_probe_and_a_report(
     assert result.returncode == 0, result.stdout + result.stderr
     folder = tmp_path / "runs" / "full"
     summary = json.loads((folder / "summary.json").read_text())
-    for metric in METRICS:
-        if metric in ("S_MR2", "dS_MR"):
-            continue  # only dialogues with a push-back have these; checked below
+    for metric in METRICS:  # the random tiny scorer keeps S_MR1 below 0.35: always a push-back
         assert summary["metrics"][metric]["n"] > 0, metric
     pushed = [d for d in read_dialogues(folder / "dialogues.jsonl") if d.flow == "moraldial"]
     pushed = [d for d in pushed if any(t.meta.get("step") == "pushback" for t in d.turns)]
