@@ -27,6 +27,7 @@ from simulators.ray_runtime import (
     RayRunner,
     RayScorers,
     ray_session,
+    retrying,
     start_bots,
     start_evaluators,
 )
@@ -45,18 +46,24 @@ class Backend:
 class RayTurnScorer:
     """MoralDial turn scoring through the evaluator actors (for the static RIL flow)."""
 
-    def __init__(self, pool: ActorPool, params: MoralDialParams) -> None:
+    def __init__(self, pool: ActorPool, params: MoralDialParams, retries: int = 3) -> None:
         self.pool = pool
         self.params = params
+        self.retries = retries
 
     def score_turns(self, requests: Sequence[TurnRequest]) -> list[list[Score]]:
         import ray
 
-        refs = [
-            self.pool.handles[i % len(self.pool.handles)].score_turn.remote(r.dialogue, r.turn)
-            for i, r in enumerate(requests)
-        ]
-        return list(ray.get(refs))
+        handles = self.pool.handles
+
+        def call() -> list[list[Score]]:
+            refs = [
+                handles[i % len(handles)].score_turn.remote(r.dialogue, r.turn)
+                for i, r in enumerate(requests)
+            ]
+            return list(ray.get(refs))
+
+        return retrying(call, self.retries)
 
     def finish(self, dialogue: Dialogue) -> list[Score]:
         return finish_scores(dialogue, self.params)
@@ -109,7 +116,7 @@ def open_backend(
             )
             yield Backend(
                 RayAgent(bots, ray.max_retries),
-                RayTurnScorer(scorers, params),
+                RayTurnScorer(scorers, params, ray.max_retries),
                 proxies.agreement,
                 proxies.embed,
                 runner_ray,

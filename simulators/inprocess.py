@@ -26,6 +26,7 @@ from simulators.moraldial_user import (
     TurnPhraser,
     dialogue_id,
     open_dialogue,
+    pending_questions,
 )
 
 __all__ = ["InProcessRunner", "RunStats", "dialogue_id"]
@@ -85,12 +86,9 @@ class InProcessRunner:
         live = live or LiveStats()
         stats = RunStats()
         start = time.perf_counter()
-        active: list[_Active] = []
-        for q in questions:
-            if dialogue_id(q.id, "moraldial", self.seed) in done:
-                stats.skipped += 1
-                continue
-            active.append(_Active(*open_dialogue(q, self.params, self.seed, self.meta)))
+        todo = pending_questions(questions, self.seed, done)
+        stats.skipped = len(questions) - len(todo)
+        active = [_Active(*open_dialogue(q, self.params, self.seed, self.meta)) for q in todo]
         live.expect(len(active))
         while active:
             moving: list[tuple[_Active, Turn]] = []

@@ -100,3 +100,10 @@ def open_dialogue(
         meta={**meta, "split": question.split, "seed": seed},
     )
     return dialogue, MoralDialUser(question, params, random.Random(f"{seed}/{question.id}"))
+
+
+def pending_questions(
+    questions: Sequence[MoralQuestion], seed: int, done: set[str]
+) -> list[MoralQuestion]:
+    """The questions whose MoralDial dialogue is not in `done` yet (what a resumed run runs)."""
+    return [q for q in questions if dialogue_id(q.id, "moraldial", seed) not in done]

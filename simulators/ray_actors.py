@@ -17,9 +17,9 @@ import asyncio
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from agents.batching import Batcher
 from evaluators.agreement import AgreementItem
 from evaluators.moraldial import MoralDialParams, TurnRequest
 from scenarios.records import Dialogue, Score, Turn
+
+A = TypeVar("A")
+R = TypeVar("R")
 
 
 def pin_threads(num_cpus: float, threads: int = 0) -> int:
@@ -41,6 +44,17 @@ def pin_threads(num_cpus: float, threads: int = 0) -> int:
     os.environ["OMP_NUM_THREADS"] = str(count)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     return count
+
+
+async def _locked(lock: threading.Lock, fn: Callable[[A], R], arg: A) -> R:
+    """`fn(arg)` in a worker thread, one model call at a time: the event loop stays free to
+    queue requests while the model runs."""
+
+    def run() -> R:
+        with lock:
+            return fn(arg)
+
+    return await asyncio.to_thread(run)
 
 
 @dataclass(frozen=True)
@@ -121,11 +135,7 @@ class BotWorker:
                 "set probes.dit_mode=generation"
             )
 
-        def run() -> list[float]:
-            with self._lock:
-                return list(method(requests))
-
-        return await asyncio.to_thread(run)
+        return list(await _locked(self._lock, method, requests))
 
     async def info(self) -> AgentInfo:
         return self.agent.info
@@ -164,18 +174,10 @@ class EvaluatorWorker:
         return await self.turns.submit(TurnRequest(dialogue, turn))
 
     async def agreement(self, items: Sequence[AgreementItem]) -> np.ndarray:
-        def run() -> np.ndarray:
-            with self._lock:
-                return self.stack.agreement.score(list(items))
-
-        return await asyncio.to_thread(run)
+        return await _locked(self._lock, self.stack.agreement.score, list(items))
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        def run() -> np.ndarray:
-            with self._lock:
-                return self.stack.embed(list(texts))
-
-        return await asyncio.to_thread(run)
+        return await _locked(self._lock, self.stack.embed, list(texts))
 
     async def pid(self) -> int:
         return os.getpid()

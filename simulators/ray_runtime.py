@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -38,8 +38,15 @@ from scenarios.records import Dialogue, Score, Turn
 from scenarios.types import MoralQuestion
 from simulators.inprocess import RunStats
 from simulators.live import LiveStats
-from simulators.moraldial_user import BOT_STEP_AFTER, dialogue_id, open_dialogue
+from simulators.moraldial_user import (
+    BOT_STEP_AFTER,
+    dialogue_id,
+    open_dialogue,
+    pending_questions,
+)
 from simulators.ray_actors import AgentSpec, BotWorker, EvaluatorSpec, EvaluatorWorker
+
+T = TypeVar("T")
 
 
 class RuntimeFailure(RuntimeError):
@@ -147,49 +154,42 @@ class ActorPool:
             ray.kill(handle, no_restart=True)
 
 
-def start_bots(spec: AgentSpec, options: RayOptions, max_batch_size: int) -> ActorPool:
+def _start_pool(worker: type, num_cpus: float, replicas: int, *args: Any) -> ActorPool:
+    """`replicas` restartable actors of `worker`; waits until each has loaded its models, so
+    a load error surfaces here with its cause."""
     import ray
 
-    remote = ray.remote(BotWorker).options(
-        num_cpus=options.bot_num_cpus, max_restarts=-1, max_task_retries=0
-    )
-    handles = [
-        remote.remote(
-            spec, options.bot_num_cpus, options.bot_threads, max_batch_size, options.max_wait_ms
-        )
-        for _ in range(options.bot_replicas)
-    ]
-    ray.get([h.pid.remote() for h in handles])  # load errors surface here, with their cause
+    remote = ray.remote(worker).options(num_cpus=num_cpus, max_restarts=-1, max_task_retries=0)
+    handles = [remote.remote(*args) for _ in range(replicas)]
+    ray.get([h.pid.remote() for h in handles])
     return ActorPool(handles)
+
+
+def start_bots(spec: AgentSpec, options: RayOptions, max_batch_size: int) -> ActorPool:
+    return _start_pool(
+        BotWorker, options.bot_num_cpus, options.bot_replicas,
+        spec, options.bot_num_cpus, options.bot_threads, max_batch_size, options.max_wait_ms,
+    )  # fmt: skip
 
 
 def start_evaluators(spec: EvaluatorSpec, options: RayOptions) -> ActorPool:
-    import ray
-
-    remote = ray.remote(EvaluatorWorker).options(
-        num_cpus=options.evaluator_num_cpus, max_restarts=-1, max_task_retries=0
-    )
-    handles = [
-        remote.remote(
-            spec, options.evaluator_num_cpus, options.evaluator_threads, 64, options.max_wait_ms
-        )
-        for _ in range(options.evaluator_replicas)
-    ]
-    ray.get([h.pid.remote() for h in handles])
-    return ActorPool(handles)
+    return _start_pool(
+        EvaluatorWorker, options.evaluator_num_cpus, options.evaluator_replicas,
+        spec, options.evaluator_num_cpus, options.evaluator_threads, 64, options.max_wait_ms,
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- probe proxies
 
 
-def _retrying(pool: ActorPool, retries: int, method: str, *args: Any) -> Any:
-    """Probe calls are pure (greedy decoding, fixed scorers), so a call that lost its actor
-    is simply asked again once the actor is back."""
+def retrying(call: Callable[[], T], retries: int) -> T:
+    """Probe and scoring calls are pure (greedy decoding, fixed scorers), so a call that lost
+    its actor is simply made again once the actor is back."""
     from ray.exceptions import RayActorError
 
     for attempt in range(retries + 1):
         try:
-            return pool.call_sync(method, *args)
+            return call()
         except RayActorError:
             if attempt == retries:
                 raise
@@ -213,19 +213,17 @@ class RayAgent:
 
         n = len(self.pool.handles)
         shares = [[list(h) for h in histories[i::n]] for i in range(n)]
-        for attempt in range(self.retries + 1):
-            try:
-                refs = [
+
+        def call() -> list[list[str]]:
+            return ray.get(
+                [
                     handle.respond_many.remote(share)
                     for handle, share in zip(self.pool.handles, shares, strict=True)
                     if share
                 ]
-                parts = ray.get(refs)
-                break
-            except ray.exceptions.RayActorError:
-                if attempt == self.retries:
-                    raise
-                time.sleep(1.0)
+            )
+
+        parts = retrying(call, self.retries)
         out: list[str] = [""] * len(histories)
         for i, part in enumerate(parts):
             out[i::n] = part
@@ -233,7 +231,7 @@ class RayAgent:
 
     def loglikelihood(self, requests: Sequence[tuple[Sequence[Turn], str]]) -> list[float]:
         payload = [(list(h), c) for h, c in requests]
-        return list(_retrying(self.pool, self.retries, "loglikelihood", payload))
+        return list(retrying(lambda: self.pool.call_sync("loglikelihood", payload), self.retries))
 
 
 class RayScorers:
@@ -244,10 +242,12 @@ class RayScorers:
         self.retries = retries
 
     def agreement(self, items: Sequence[AgreementItem]) -> np.ndarray:
-        return np.asarray(_retrying(self.pool, self.retries, "agreement", list(items)))
+        payload = list(items)
+        return np.asarray(retrying(lambda: self.pool.call_sync("agreement", payload), self.retries))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return np.asarray(_retrying(self.pool, self.retries, "embed", list(texts)))
+        payload = list(texts)
+        return np.asarray(retrying(lambda: self.pool.call_sync("embed", payload), self.retries))
 
 
 # --------------------------------------------------------------------------- dialogues
@@ -327,7 +327,7 @@ class RayRunner:
     ) -> RunStats:
         stats = RunStats()
         start = time.perf_counter()
-        todo = [q for q in questions if dialogue_id(q.id, "moraldial", self.seed) not in done]
+        todo = pending_questions(questions, self.seed, done)
         stats.skipped = len(questions) - len(todo)
         live.expect(len(todo))
         limit = asyncio.Semaphore(self.max_concurrent or max(1, len(todo)))

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scenarios.loaders import MicRow, ScenarioLoadError, SocialChemRow
+from scenarios.loaders._common import Collector, read_utf8_lines
 from scenarios.rot import RoT
 from scenarios.types import SPLITS, MoralQuestion
 
@@ -192,14 +193,8 @@ def load_general_dialogues(path: str | Path, source: str = "gd") -> list[General
     `split` defaults to train. Errors name the file, line and field.
     """
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise ScenarioLoadError(path, "file", None, "file not found") from None
-    except UnicodeDecodeError as exc:
-        raise ScenarioLoadError(path, "file", None, f"not valid UTF-8: {exc}") from None
     out: list[GeneralDialogue] = []
-    for number, line in enumerate(lines, start=1):
+    for number, line in read_utf8_lines(Collector(path)):
         if not line.strip():
             continue
         where = f"line {number}"
