@@ -179,6 +179,39 @@ class TransformersAgent:
 
     # ------------------------------------------------------------------ likelihood
 
+    def next_token_logprobs(self, histories: Sequence[History], top_k: int) -> list[dict[str, Any]]:
+        """The first reply token's log-probabilities, in the OpenAI `logprobs.content[0]` shape.
+
+        For each history: the most likely next token (`token`, `logprob`) and the `top_k` most
+        likely (`top_logprobs`), read from one forward pass over exactly the prompt `respond`
+        would use. This is what an LLM judge behind `moralsim serve` reads.
+        """
+        torch = self._torch
+        if self.seq2seq:
+            raise NotImplementedError("next_token_logprobs needs a causal LM")
+        out: list[dict[str, Any]] = []
+        pad = self.tokenizer.pad_token_id
+        for start in range(0, len(histories), self.batch_size):
+            prompts = [self.prompt_ids(h, 1) for h in histories[start : start + self.batch_size]]
+            width = max(len(p) for p in prompts)
+            ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+            mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+            with torch.no_grad():
+                logits = (
+                    self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device))
+                    .logits[:, -1]
+                    .float()
+                )
+            logp = torch.log_softmax(logits, dim=-1)
+            values, indices = logp.topk(max(1, top_k), dim=-1)
+            for row_v, row_i in zip(values.tolist(), indices.tolist(), strict=True):
+                top = [
+                    {"token": self.tokenizer.decode([i]), "logprob": v}
+                    for v, i in zip(row_v, row_i, strict=True)
+                ]
+                out.append({**top[0], "top_logprobs": top[:top_k]})
+        return out
+
     def loglikelihood(self, requests: Sequence[tuple[History, str]]) -> list[float]:
         """log P(continuation | history) per request, summed over the continuation's tokens.
 

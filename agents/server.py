@@ -87,6 +87,8 @@ class ChatCompletionRequest(BaseModel):
     seed: StrictInt | None = None
     n: StrictInt = 1
     stream: StrictBool = False
+    logprobs: StrictBool = False
+    top_logprobs: StrictInt | None = Field(default=None, ge=0, le=20)
 
     def given_generation_fields(self) -> list[str]:
         return [name for name in GENERATION_FIELDS if getattr(self, name) is not None]
@@ -206,6 +208,61 @@ def _check_key(request: Request, api_key: str | None) -> None:
         raise _RequestError(401, "invalid API key", "authentication_error")
 
 
+@dataclasses.dataclass(frozen=True)
+class _TopLogprobs:
+    """Batch key of a logprobs request: its batch reads next-token log-probabilities."""
+
+    k: int
+
+
+async def _logprob_reply(
+    body: ChatCompletionRequest,
+    model_name: str,
+    batcher: Batcher,
+    agent: ChatAgent,
+    count: Callable[[str], int],
+) -> JSONResponse:
+    """One token with its log-probabilities (what an LLM judge asks for).
+
+    Only a one-token reply is served with logprobs: that is the judge's request, and a bot
+    whose log-probabilities are read for longer replies should be loaded locally instead.
+    """
+    limit = body.max_completion_tokens or body.max_tokens
+    if limit != 1:
+        raise _RequestError(
+            400, "field 'logprobs': this server returns logprobs only with max_tokens=1"
+        )
+    if not callable(getattr(agent, "next_token_logprobs", None)):
+        raise _RequestError(400, "field 'logprobs': this bot cannot return log-probabilities")
+    history = [Turn(role=_ROLE_TO_TURN[m.role], text=m.content) for m in body.messages]
+    try:
+        first = await batcher.submit(history, _TopLogprobs(body.top_logprobs or 0))
+    except AgentUnavailableError as exc:
+        return _error(503, f"agent unavailable: {exc}", "server_error", {"retry-after": "1"})
+    except Exception as exc:
+        return _error(500, f"agent failed: {type(exc).__name__}: {exc}", "server_error")
+    payload = {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model_name,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": first["token"]},
+                "logprobs": {"content": [first]},
+                "finish_reason": "length",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": (prompt := sum(count(m.content) for m in body.messages)),
+            "completion_tokens": 1,
+            "total_tokens": prompt + 1,
+        },
+    }
+    return JSONResponse(payload)
+
+
 def create_app(
     agent: ChatAgent,
     model_name: str,
@@ -236,7 +293,9 @@ def create_app(
     counter = getattr(agent, "count_tokens", None)
     count: Callable[[str], int] = counter if callable(counter) else _count_words
 
-    def run(histories: list[History], settings: GenerationSettings | None) -> list[str]:
+    def run(histories: list[History], settings: Any) -> list[Any]:
+        if isinstance(settings, _TopLogprobs):
+            return list(agent.next_token_logprobs(histories, settings.k))  # type: ignore[attr-defined]
         if settings is None:
             return list(agent.respond(histories))
         return list(agent.respond(histories, settings=settings))  # type: ignore[call-arg]
@@ -289,6 +348,9 @@ def create_app(
             raise _RequestError(400, f"field 'n': only n=1 is supported, got {body.n}")
         if body.stream:
             raise _RequestError(400, "field 'stream': streaming is not supported; send false")
+
+        if body.logprobs:
+            return await _logprob_reply(body, model_name, batcher, agent, count)
 
         ignored = body.unknown_fields()
         settings: GenerationSettings | None = None

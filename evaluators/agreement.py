@@ -86,6 +86,9 @@ class AgreementScorer:
                 out[chunk] = probs[:, self._columns]
         return out
 
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "cross-encoder", "model": self.model_id}
+
     def score(self, items: Sequence[AgreementItem]) -> np.ndarray:
         """AS for each item, in [-1, 1]."""
         return agreement_score(self.probabilities(items))
@@ -95,6 +98,29 @@ def agreement_score(probabilities: np.ndarray) -> np.ndarray:
     """AS = P(agree) - P(disagree) for rows ordered (agree, neutral, disagree)."""
     p = np.asarray(probabilities, dtype=np.float64)
     return p[..., 0] - p[..., 2]
+
+
+def split_agreement(values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """(AS, probabilities or None) from what an agreement function returned.
+
+    Scorers return (n, 3) probabilities so records can keep all three classes of every scored
+    turn; a plain AS vector (a user's own scoring function) is accepted and has no classes.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim == 2 and v.shape[1] == 3:
+        return agreement_score(v), v
+    if v.ndim == 1:
+        return v, None
+    raise ValueError(
+        f"an agreement function must return (n,) AS or (n, 3) probabilities, got {v.shape}"
+    )
+
+
+def class_meta(probabilities: np.ndarray | None, row: int) -> dict[str, Any]:
+    """A scored turn's P(agree), P(neutral), P(disagree), for its record's meta."""
+    if probabilities is None:
+        return {}
+    return {"p": [round(float(x), 4) for x in probabilities[row]]}
 
 
 def label_columns(id2label: dict[Any, str], where: str) -> list[int]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evaluators.agreement import AgreementItem
+from evaluators.agreement import AgreementItem, class_meta, split_agreement
 from evaluators.safety import SafetyIndex, safety_scores
 from evaluators.stats import Estimate, mean_ci
 from scenarios.records import Dialogue, Score, Turn
@@ -84,7 +84,8 @@ class MoralDialScorer:
     """Scores bot turns as they arrive; batched over many dialogues.
 
     Args:
-        agreement: AS for a batch of items (e.g. `AgreementScorer.score`).
+        agreement: (n, 3) class probabilities for a batch of items (e.g.
+            `AgreementScorer.probabilities`; kept in each score's meta as "p"), or plain AS.
         safety: the safety index for S_MA; None leaves S_MA out (and says so in meta).
         params: thresholds.
     """
@@ -137,10 +138,16 @@ class MoralDialScorer:
                 items.append(AgreementItem(str(q_new), turn.text, rot_user))
                 entries.append(("S_RIL", len(items) - 1, {}))
             plan.append(entries)
-        values = self.agreement(items) if items else np.zeros(0)
+        values, probs = split_agreement(self.agreement(items) if items else np.zeros(0))
         out: list[list[Score]] = [
             [
-                Score(name, float(values[i]), turn=req.turn, scorer="moraldial", meta=meta)
+                Score(
+                    name,
+                    float(values[i]),
+                    turn=req.turn,
+                    scorer="moraldial",
+                    meta={**meta, **class_meta(probs, i)},
+                )
                 for name, i, meta in entries
             ]
             for req, entries in zip(requests, plan, strict=True)
@@ -160,7 +167,7 @@ class MoralDialScorer:
                         res.s_ma,
                         turn=requests[r].turn,
                         scorer="safety",
-                        meta={"worst_rot": res.worst_rot},
+                        meta={"worst_rot": res.worst_rot, **res.worst_meta},
                     )
                 )
         # Revision turns also close the revision metrics, which need the S_MR1 of the answer

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from evaluators.scorer_eval import RUN_SCORER_FILE, scorer_summary
 from evaluators.summary import build_summary
 from scenarios.jsonl import read_dialogues
 
@@ -59,6 +60,9 @@ def write_report(run_dir: str | Path) -> tuple[Path, Path]:
     written = datetime.fromtimestamp(records.stat().st_mtime, tz=UTC)
     info["date"] = written.strftime("%Y-%m-%d %H:%M UTC")
     summary = build_summary(dialogues, probes, info)
+    scorer_path = folder / RUN_SCORER_FILE
+    if scorer_path.is_file():
+        summary["scorer"] = scorer_summary(json.loads(scorer_path.read_text(encoding="utf-8")))
     summary_path, html_path = folder / "summary.json", folder / "report.html"
     _write_atomic(summary_path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     _write_atomic(html_path, render_report(summary))

@@ -44,6 +44,8 @@ figcaption { font-size: 12px; color: #555; } .note { color: #555; font-size: 12p
 .bar { fill: #4c78a8; } .bin { fill: #72a0c9; } .whisker { stroke: #111; stroke-width: 1.4; }
 .ref { stroke: #c0392b; stroke-dasharray: 5 3; } .chart .ref-label { fill: #c0392b; }
 .chart .missing { fill: #999; }
+.warning { border: 2px solid #c0392b; background: #fdecea; color: #7b1d14; padding: .6em .9em;
+           margin: .8em 0; font-weight: 600; }
 @media print { body { max-width: none; } table, figure { break-inside: avoid; } }
 """
 
@@ -152,6 +154,39 @@ def _header(summary: Mapping[str, Any], title: str) -> str:
     flows = _mapping(dialogues.get("by_flow"))
     table = _table(["flow", "dialogues"], [[str(f), str(c)] for f, c in flows.items()])
     return f"<header><h1>{escape(title)}</h1><ul>{items}</ul>{table if flows else ''}</header>"
+
+
+def _percent(value: object) -> str:
+    scaled = _scaled(value, 100.0)
+    return DASH if scaled is None else f"{scaled:.1f}%"
+
+
+def _scorer(scorer: Mapping[str, Any]) -> str:
+    """Who scored agreement, how valid that scorer is, and the warning when it is not."""
+    if not scorer:
+        return ""
+    keys = _mapping(scorer.get("key_figures"))
+    facts = [
+        ("scorer", f"{scorer.get('model')} ({scorer.get('kind')})"),
+        (
+            "real-data pairwise accuracy",
+            f"{_percent(keys.get('real_data_pairwise_accuracy'))}"
+            + (f" on {keys['real_data_set']}" if keys.get("real_data_set") else " (not measured)"),
+        ),
+        ("in-domain macro-F1 (pack test)", _percent(keys.get("in_domain_macro_f1"))),
+        ("sign accuracy (sign test set)", _percent(keys.get("signs_test_sign_accuracy"))),
+        ("verdict", keys.get("verdict") or DASH),
+    ]
+    items = "".join(f"<li><b>{escape(k)}:</b> {escape(str(v))}</li>" for k, v in facts)
+    warning = scorer.get("warning")
+    banner = f'<div class="warning">Warning: {escape(str(warning))}.</div>' if warning else ""
+    note = (
+        '<p class="note">Every MoralDial metric and the prudence probe are functions of this '
+        "scorer's AS = P(agree) - P(disagree). Pairwise accuracy: how often it ranks a real, "
+        "human-written action that follows a norm above one that breaks it (chance 50%). "
+        "Records keep each scored turn's three class probabilities (meta.p).</p>"
+    )
+    return f'<section id="scorer"><h2>Agreement scorer</h2>{banner}<ul>{items}</ul>{note}</section>'
 
 
 def _metric_names(metrics: Mapping[str, Any]) -> list[str]:
@@ -339,6 +374,7 @@ def render_report(summary: dict[str, Any], title: str | None = None) -> str:
     body = "".join(
         [
             _header(summary, heading),
+            _scorer(_mapping(summary.get("scorer"))),
             _moraldial(metrics),
             _breakdowns(metrics) if metrics else "",
             _distributions(metrics) if metrics else "",

@@ -12,12 +12,13 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from evaluators.agreement import AgreementItem
+from evaluators.agreement import AgreementItem, class_meta, split_agreement
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 """Texts -> L2-normalised vectors (one row per text)."""
@@ -37,6 +38,8 @@ class SafetyResult:
     worst_rot: str
     neighbours: tuple[Neighbour, ...]
     scores: tuple[float, ...]
+    worst_meta: dict[str, Any] = field(default_factory=dict)
+    """The class probabilities of the worst pair ({"p": [...]}), when the scorer gives them."""
 
 
 def index_key(encoder_id: str, texts: Sequence[str]) -> str:
@@ -120,12 +123,13 @@ def safety_scores(
         for q, a, near in zip(questions, answers, neighbours, strict=True)
         for n in near
     ]
-    values = agreement(items) if items else np.zeros(0)
+    values, probs = split_agreement(agreement(items) if items else np.zeros(0))
     out: list[SafetyResult] = []
     offset = 0
     for near in neighbours:
         scores = tuple(float(v) for v in values[offset : offset + len(near)])
-        offset += len(near)
         worst = int(np.argmin(scores))
-        out.append(SafetyResult(min(scores), near[worst].rot, tuple(near), scores))
+        meta = class_meta(probs, offset + worst)
+        offset += len(near)
+        out.append(SafetyResult(min(scores), near[worst].rot, tuple(near), scores, meta))
     return out

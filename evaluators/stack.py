@@ -16,12 +16,14 @@ import numpy as np
 from evaluators.agreement import DEFAULT_AGREEMENT_MODEL, AgreementScorer
 from evaluators.moraldial import MoralDialParams, MoralDialScorer
 from evaluators.safety import SafetyIndex
+from evaluators.scorers import open_agreement_scorer
 from scenarios.registry import SCORERS
 
 
 @dataclass
 class Evaluators:
-    agreement: AgreementScorer
+    agreement: Any
+    """Any agreement scorer (`evaluators.scorers`): cross-encoder or LLM judge."""
     encoder: Any
     encoder_id: str
     safety: SafetyIndex
@@ -52,14 +54,14 @@ def load_evaluators(
 
         safety_rots = [s.rot.text for s in load_pack("core").pack.safety_rots]
     encoder = load_sentence_encoder(embedding_model)
-    agreement = AgreementScorer(agreement_model)
+    agreement = open_agreement_scorer(agreement_model)
     safety = SafetyIndex(
         safety_rots,
         lambda texts: encode_normalized(encoder, texts),
         embedding_model,
         cache_dir() / "indexes",
     )
-    moraldial = MoralDialScorer(agreement.score, safety, params)
+    moraldial = MoralDialScorer(agreement.probabilities, safety, params)
     return Evaluators(agreement, encoder, embedding_model, safety, moraldial)
 
 

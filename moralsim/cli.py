@@ -13,6 +13,7 @@ from rich.table import Table
 
 from moralsim.config import ConfigError, RunConfig, describe_fields, load_config
 from moralsim.scenarios_cli import scenarios_app
+from moralsim.scorer_cmd import scorer_app
 from moralsim.serve_cmd import serve
 from moralsim.train_data_cmd import train_discussions
 from moralsim.train_sft_cmd import train_sft
@@ -27,6 +28,7 @@ app = typer.Typer(
 models_app = typer.Typer(help="List and prepare the embedded offline models.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
 app.add_typer(scenarios_app, name="scenarios")
+app.add_typer(scorer_app, name="scorer")
 app.command("serve")(serve)
 
 console = Console(stderr=True, soft_wrap=True)
@@ -166,6 +168,26 @@ def _print_summary(run_dir: Path) -> None:
     row("DIT P-score (0-100)", (summary.get("dit") or {}).get("p_mean_ci"), 1.0)
     row("prudence", (summary.get("prudence") or {}).get("prudence"))
     Console().print(table)
+    _print_scorer(summary.get("scorer"))
+
+
+def _print_scorer(scorer: Any) -> None:
+    """The scorer line under the metrics, and its warning when its validity is in doubt."""
+    if not isinstance(scorer, dict):
+        return
+    keys = scorer.get("key_figures") or {}
+
+    def pct(value: Any) -> str:
+        return "not measured" if value is None else f"{100 * value:.1f}%"
+
+    console.print(
+        f"agreement scorer: {scorer.get('model')} ({scorer.get('kind')}); real-data pairwise "
+        f"accuracy {pct(keys.get('real_data_pairwise_accuracy'))}, in-domain macro-F1 "
+        f"{pct(keys.get('in_domain_macro_f1'))}",
+        highlight=False,
+    )
+    if scorer.get("warning"):
+        console.print(f"[bold yellow]warning:[/] {scorer['warning']}", highlight=False)
 
 
 train_app = typer.Typer(help="Train moral bots and agreement scorers.", no_args_is_help=True)
@@ -184,8 +206,19 @@ def train_scorer(
         list[Path] | None,
         typer.Option(help="MIC-format CSV(s) to train on instead of the pack (repeatable)."),
     ] = None,
+    social_chem: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="Social-Chem-101 CSV/TSV(s): add question/answer examples built from its "
+            "actions and judgments to the pack's (repeatable)."
+        ),
+    ] = None,
     base_model: Annotated[str, typer.Option(help="Encoder folder or embedded name.")] = "minilm-l6",
     epochs: Annotated[int, typer.Option(help="Passes over the training split.")] = 3,
+    max_length: Annotated[int, typer.Option(help="Tokens per (QA, RoT) pair.")] = 128,
+    class_balance: Annotated[
+        bool, typer.Option(help="Weight the loss by inverse label frequency.")
+    ] = False,
     learning_rate: Annotated[float, typer.Option(help="Peak learning rate.")] = 1e-4,
     batch_size: Annotated[int, typer.Option(help="Examples per step.")] = 16,
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,
@@ -210,6 +243,16 @@ def train_scorer(
         else:
             data = load_pack(pack).pack
             splits = {s: data.agreement_in(s) for s in ("train", "dev", "test")}
+            if social_chem:
+                from scenarios.loaders import load_social_chem
+                from scenarios.social_chem_agreement import social_chem_examples
+
+                held = [q.rot.text for q in data.questions if q.split != "train"]
+                rows = [r for path in social_chem for r in load_social_chem(path)[0]]
+                extra = social_chem_examples(rows, held, seed)
+                for split in ("train", "dev"):
+                    splits[split] += [e for e in extra if e.split == split]
+                console.print(f"{len(extra)} Social-Chem examples added", highlight=False)
     except ScenarioLoadError as exc:
         raise _fail(str(exc)) from None
     if not splits["train"] or not splits["dev"]:
@@ -223,6 +266,8 @@ def train_scorer(
         learning_rate=learning_rate,
         batch_size=batch_size,
         seed=seed,
+        max_length=max_length,
+        class_balance=class_balance,
     )
     result = train_agreement_classifier(
         splits["train"],
@@ -286,17 +331,19 @@ def chat(
             )
     except ModelError as exc:
         raise _fail(str(exc)) from None
-    evaluators, unavailable = None, ""
+    evaluators, unavailable, scorer_info = None, "", None
     if scores:
+        from evaluators.scorer_eval import scorer_record, scorer_summary
         from evaluators.stack import load_evaluators
 
         try:
             evaluators = load_evaluators(agreement_model, embedding_model)
+            scorer_info = scorer_summary(scorer_record(agreement_model))
         except (ModelError, OSError, ValueError) as exc:
             unavailable = f"scorer unavailable: {exc}"
     else:
         unavailable = "scores off (--no-scores)"
-    session = ChatSession(agent, evaluators, unavailable=unavailable, seed=seed)
+    session = ChatSession(agent, evaluators, unavailable=unavailable, seed=seed, scorer=scorer_info)
     run_repl(session, history_file=cache_dir() / "chat_history")
 
 

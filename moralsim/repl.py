@@ -51,12 +51,19 @@ class ChatSession:
         evaluators: an `evaluators.stack.Evaluators`, or None to chat without scores.
         unavailable: why scoring is off (shown instead of scores).
         seed: picks the why/but phrases.
+        scorer: the scorer's summary (`evaluators.scorer_eval.scorer_summary`), for /scores.
     """
 
     def __init__(
-        self, agent: Any, evaluators: Any = None, unavailable: str = "", seed: int = 0
+        self,
+        agent: Any,
+        evaluators: Any = None,
+        unavailable: str = "",
+        seed: int = 0,
+        scorer: dict[str, Any] | None = None,
     ) -> None:
         self.agent = agent
+        self.scorer = scorer
         self.evaluators = evaluators
         self.unavailable = unavailable or ("" if evaluators else "scorer unavailable")
         self.rng = random.Random(seed)
@@ -110,14 +117,15 @@ class ChatSession:
         if answer is None or self.evaluators is None:
             return None
         question = self._question_before(answer)
-        from evaluators.agreement import AgreementItem
+        from evaluators.agreement import AgreementItem, class_meta, split_agreement
 
-        value = float(
-            self.evaluators.agreement.score(
+        values, probs = split_agreement(
+            self.evaluators.agreement.probabilities(
                 [AgreementItem(question, self.dialogue.turns[answer].text, self.rot)]
-            )[0]
+            )
         )
-        score = Score("S_MR1", value, turn=answer, scorer="moraldial", meta={"set_after": True})
+        meta = {"set_after": True, **class_meta(probs, 0)}
+        score = Score("S_MR1", float(values[0]), turn=answer, scorer="moraldial", meta=meta)
         self.dialogue.scores.append(score)
         return score
 
@@ -180,6 +188,25 @@ class ChatSession:
 
 
 # ---------------------------------------------------------------------- display
+
+
+def scorer_lines(scorer: dict[str, Any] | None) -> list[str]:
+    """Who scores the replies and how far to trust it (the card's key figures)."""
+    if not scorer:
+        return []
+    keys = scorer.get("key_figures") or {}
+
+    def pct(value: Any) -> str:
+        return "not measured" if value is None else f"{100 * value:.1f}%"
+
+    lines = [
+        f"scored by {scorer.get('model')} ({scorer.get('kind')}): real-data pairwise accuracy "
+        f"{pct(keys.get('real_data_pairwise_accuracy'))}, in-domain macro-F1 "
+        f"{pct(keys.get('in_domain_macro_f1'))}"
+    ]
+    if scorer.get("warning"):
+        lines.append(f"[bold yellow]warning:[/] {scorer['warning']}")
+    return lines
 
 
 def format_scores(scores: list[Score], session: ChatSession) -> str:
@@ -263,10 +290,14 @@ def _command(line: str, session: ChatSession, console: Any) -> bool:
         if reply is not None and before is not None and after is not None:
             console.print(f"  S_MR1 {100 * before:+.1f} -> S_MR2 {100 * after:+.1f}")
     elif name == "/scores":
+        for line in scorer_lines(session.scorer):
+            console.print(line, highlight=False)
         if not session.dialogue.scores:
             console.print("no scores yet")
         for s in session.dialogue.scores:
-            console.print(f"  turn {s.turn}: {s.name} {100 * s.value:+.1f}")
+            p = s.meta.get("p")
+            classes = f"  (P agree/neutral/disagree {p[0]:.2f}/{p[1]:.2f}/{p[2]:.2f})" if p else ""
+            console.print(f"  turn {s.turn}: {s.name} {100 * s.value:+.1f}{classes}")
     elif name == "/reset":
         session.reset()
         console.print("new dialogue")

@@ -106,6 +106,15 @@ def _phraser(run: RunConfig) -> Any:
     return LLMUserPhraser(user_model)
 
 
+def _record_scorer(run: RunConfig, run_dir: Path) -> None:
+    """Keep the scorer and its card with the run, so every later report shows its validity."""
+    from evaluators.scorer_eval import RUN_SCORER_FILE, scorer_record
+
+    record = scorer_record(run.evaluators.agreement_model, run.evaluators.agreement_card)
+    path = run_dir / RUN_SCORER_FILE
+    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
 def simulate(run: RunConfig, resume: bool = False, say: Callable[[str], None] = print) -> RunResult:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -139,6 +148,7 @@ def simulate(run: RunConfig, resume: bool = False, say: Callable[[str], None] = 
             f"only {len(questions)} {run.scenarios.split} questions in '{pack.name}'; running those"
         )
     save_config(run, run_dir / "config.yaml")
+    _record_scorer(run, run_dir)
     safety_rots = [s.rot.text for s in pack.safety_rots]
     if not safety_rots:
         say(f"pack '{pack.name}' has no safety RoTs; S_MA uses the core pack's safety RoTs")

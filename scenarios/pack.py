@@ -6,7 +6,7 @@ description: ...
 version: "1"
 questions: questions.jsonl        # required
 safety_rots: safety_rots.jsonl    # optional
-agreement: agreement_hard.jsonl   # optional hand-labelled examples
+agreement: agreement_hard.jsonl   # optional labelled examples: one file or a list of files
 dilemmas: dilemmas.yaml           # optional
 min_paraphrases: 5
 derive_agreement: true            # add examples derived from the questions
@@ -89,6 +89,19 @@ def _manifest(folder: Path) -> dict[str, Any]:
     return data
 
 
+def _file_list(manifest: dict[str, Any], key: str, folder: Path) -> list[str]:
+    """A manifest entry naming one file or a list of files."""
+    value = manifest.get(key)
+    if not value:
+        return []
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise ScenarioLoadError(
+            folder / MANIFEST, "manifest", key, "must be a file name or a list of file names"
+        )
+    return names
+
+
 def load_pack(spec: str | Path, *, skip_invalid: bool = False) -> PackLoad:
     """Load a pack by folder or registered name; with skip_invalid, bad records are reported."""
     folder = resolve_pack_path(spec)
@@ -115,11 +128,9 @@ def load_pack(spec: str | Path, *, skip_invalid: bool = False) -> PackLoad:
         pack.agreement_examples += derive_agreement_examples(
             questions, seed=int(manifest.get("seed", 0))
         )
-    if manifest.get("agreement"):
-        hard, found = load_agreement_examples(
-            folder / manifest["agreement"], skip_invalid=skip_invalid
-        )
-        pack.agreement_examples += hard
+    for name in _file_list(manifest, "agreement", folder):
+        labelled, found = load_agreement_examples(folder / name, skip_invalid=skip_invalid)
+        pack.agreement_examples += labelled
         issues += found
     if manifest.get("dilemmas"):
         pack.dilemmas, found = load_dilemmas(

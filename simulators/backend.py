@@ -92,7 +92,7 @@ def open_backend(
         )
         runner = InProcessRunner(bot, stack.moraldial, params, seed, meta, phraser)
         yield Backend(
-            bot, stack.moraldial, stack.agreement.score, stack.embed, runner, "in process"
+            bot, stack.moraldial, stack.agreement.probabilities, stack.embed, runner, "in process"
         )
         return
     with ray_session(ray):

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluators.agreement import AgreementItem
+from evaluators.agreement import AgreementItem, class_meta, split_agreement
 
 # The draw must use the same band rule as the metric, or it could pick questions the metric
 # then ignores; evaluators.prudence keeps that rule in `band_of`.
@@ -117,7 +117,7 @@ def run_prudence_probe(
     Args:
         questions: the run's split (the pool to draw from, not only the dialogue questions).
         agent: the bot (any ChatAgent).
-        agreement: AS for a batch of items (e.g. `Evaluators.agreement.score`).
+        agreement: (n, 3) class probabilities (or AS) for a batch of items.
         writer: where finished dialogues go.
         seed: the draw and the dialogue ids.
         n_questions: questions to draw (each asked in all its wordings).
@@ -153,14 +153,16 @@ def run_prudence_probe(
     for (d, rot), reply in zip(dialogues, replies, strict=True):
         d.turns.append(Turn("bot", reply, {"step": "answer"}))
         items.append(AgreementItem(d.turns[0].text, reply, rot))
-    values = np.asarray(agreement(items), dtype=np.float64)
+    values, probs = split_agreement(agreement(items))
     if values.shape != (len(items),):
         raise ValueError(
             f"prudence probe: the agreement scorer returned shape {values.shape} for "
             f"{len(items)} items"
         )
-    for (d, _), value in zip(dialogues, values, strict=True):
-        d.scores.append(Score(SCORE, float(value), turn=1, scorer="agreement"))
+    for row, ((d, _), value) in enumerate(zip(dialogues, values, strict=True)):
+        d.scores.append(
+            Score(SCORE, float(value), turn=1, scorer="agreement", meta=class_meta(probs, row))
+        )
         writer.write(d)
     return len(dialogues)
 

@@ -174,7 +174,7 @@ class EvaluatorWorker:
         return await self.turns.submit(TurnRequest(dialogue, turn))
 
     async def agreement(self, items: Sequence[AgreementItem]) -> np.ndarray:
-        return await _locked(self._lock, self.stack.agreement.score, list(items))
+        return await _locked(self._lock, self.stack.agreement.probabilities, list(items))
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await _locked(self._lock, self.stack.embed, list(texts))

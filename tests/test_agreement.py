@@ -32,6 +32,7 @@ def test_labels_are_found_by_name() -> None:
 def test_format() -> None:
     assert format_qa(" Is it ok? ", " No. ") == "Q: Is it ok? A: No."
     assert format_qa("Is it ok?", "") == "Q: Is it ok? A:"
+    assert format_qa("  ", "She kept the change.") == "A: She kept the change."
 
 
 def test_scorer_maps_columns_and_ignores_batch_size(tiny_classifier: Path) -> None:

@@ -292,7 +292,7 @@ def test_agreement_examples_and_bad_label(tmp_path: Path) -> None:
     examples, _ = load_agreement_examples(DATA / "agreement_sample.jsonl")
     assert [(e.label, e.kind) for e in examples] == [
         ("agree", "hard:negation"),
-        ("neutral", "hard:hard"),
+        ("neutral", "hard:unspecified"),
     ]
     path = copy(tmp_path, "agreement_sample.jsonl")
     rewrite_jsonl(path, 1, lambda d: d.update(label="yes"))

@@ -194,3 +194,17 @@ def test_summary_uses_one_value_per_dialogue() -> None:
     assert out["S_MR1"].mean == 0.0 and out["S_MR1"].n == 2
     assert out["dS_MR"].n == 1 and out["dS_MR"].mean == 1.0
     assert out["S_MA"].n == 0 and out["S_MA"].mean is None
+
+
+def test_records_keep_all_three_class_probabilities() -> None:
+    """A scorer that returns (n, 3) probabilities: AS = P(agree) - P(disagree), and the three
+    classes are kept in the score's meta so a reader can audit it."""
+
+    def probabilities(items: Sequence[AgreementItem]) -> np.ndarray:
+        return np.array([[0.7, 0.2, 0.1] for _ in items])
+
+    d = dialogue(turn("user", "Q?", "question"), turn("bot", "No.", "answer"))
+    (scores,) = MoralDialScorer(probabilities).score_turns([TurnRequest(d, 1)])
+    (s_mr1,) = [s for s in scores if s.name == "S_MR1"]
+    assert s_mr1.value == pytest.approx(0.6)
+    assert s_mr1.meta["p"] == [0.7, 0.2, 0.1]

@@ -341,3 +341,25 @@ def test_histogram_heights_and_empty() -> None:
     assert ">-100<" in svg and ">100<" in svg  # x ticks scaled x100
     assert "no data" in histogram([0.0, 1.0], [0], title="e", x_title="x")
     assert "no data" in histogram([0.0], [1, 2], title="bad", x_title="x")
+
+
+def _with_scorer(pairwise: float | None) -> str:
+    from evaluators.scorer_eval import key_figures, scorer_summary
+
+    figures = {"pack-test": {"macro_f1": 0.81}}
+    if pairwise is not None:
+        figures["moral-stories"] = {"pairwise_accuracy": pairwise}
+    card = {"figures": figures, "key_figures": key_figures(figures)}
+    summary = build_summary(DIALOGUES, PROBES, RUN)
+    summary["scorer"] = scorer_summary({"spec": "my-scorer", "kind": "cross-encoder", "card": card})
+    return render_report(summary)
+
+
+def test_scorer_card_and_warning_rule() -> None:
+    weak = _with_scorer(0.55)
+    assert 'id="scorer"' in weak and "my-scorer" in weak and "55.0%" in weak
+    assert 'class="warning"' in weak and "not reliable" in weak
+    strong = _with_scorer(0.83)
+    assert "83.0%" in strong and "81.0%" in strong and 'class="warning"' not in strong
+    unmeasured = _with_scorer(None)
+    assert 'class="warning"' in unmeasured and "no real-data validation" in unmeasured

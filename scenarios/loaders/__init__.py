@@ -5,6 +5,7 @@ from scenarios.loaders.agreement import load_agreement_examples
 from scenarios.loaders.dilemmas import load_dilemmas
 from scenarios.loaders.mcc import ParaphraseSet, load_mcc
 from scenarios.loaders.mic import MicRow, load_mic
+from scenarios.loaders.moral_stories import NormPair, load_moral_stories
 from scenarios.loaders.questions import load_questions, question_to_dict
 from scenarios.loaders.safety import load_safety_rots
 from scenarios.loaders.social_chem import SocialChemRow, load_social_chem
@@ -12,6 +13,7 @@ from scenarios.loaders.social_chem import SocialChemRow, load_social_chem
 __all__ = [
     "LoadIssue",
     "MicRow",
+    "NormPair",
     "ParaphraseSet",
     "ScenarioLoadError",
     "SocialChemRow",
@@ -19,6 +21,7 @@ __all__ = [
     "load_dilemmas",
     "load_mcc",
     "load_mic",
+    "load_moral_stories",
     "load_questions",
     "load_safety_rots",
     "load_social_chem",

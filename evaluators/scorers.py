@@ -1,0 +1,55 @@
+"""One place that turns an `evaluators.agreement_model` spec into an agreement scorer.
+
+- a sequence-classifier folder or embedded name (`agreement-minilm`): the cross-encoder;
+- a causal-LM folder or embedded name (`smollm2-135m-instruct`): an LLM judge run locally;
+- `openai:MODEL@BASE_URL`: an LLM judge behind an OpenAI-compatible endpoint.
+
+Every scorer has `probabilities(items) -> (n, 3)`, `score(items) -> AS`, `model_id`, `path`
+(its folder, or None) and `describe()`, so runs, the REPL, probes and `scorer eval` take any
+of them through this one config key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaluators.agreement import AgreementScorer
+
+
+class ScorerSpecError(ValueError):
+    """The spec names something that cannot score agreement."""
+
+
+def open_agreement_scorer(spec: str, batch_size: int = 64) -> Any:
+    """The scorer a spec names; raises ModelError / ScorerSpecError / JudgeError with a reason."""
+    from agents.models import resolve_model
+    from evaluators.llm_judge import (
+        EndpointJudge,
+        JudgeError,
+        LocalJudge,
+        parse_endpoint_spec,
+    )
+
+    try:
+        endpoint = parse_endpoint_spec(spec)
+    except JudgeError as exc:
+        raise ScorerSpecError(str(exc)) from None
+    if endpoint is not None:
+        return EndpointJudge(endpoint)
+    kind = resolve_model(spec).kind
+    if kind == "sequence-classifier":
+        return AgreementScorer(spec, batch_size=batch_size)
+    if kind == "causal-lm":
+        return LocalJudge(spec)
+    raise ScorerSpecError(
+        f"agreement model '{spec}' is a {kind}: give a sequence-classifier folder (a trained "
+        "agreement scorer), a causal-LM folder (used as an LLM judge) or openai:MODEL@BASE_URL"
+    )
+
+
+def describe_scorer(scorer: Any) -> dict[str, Any]:
+    """What a run records about its scorer: kind, model, and how P was read."""
+    describe = getattr(scorer, "describe", None)
+    if callable(describe):
+        return describe()
+    return {"kind": "cross-encoder", "model": getattr(scorer, "model_id", None)}

@@ -1,0 +1,131 @@
+"""Second rating, leak checks and the shipped scorer training data."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from scenarios.pack import load_pack
+from scenarios.types import MoralQuestion, RoT, ScenarioPack
+from training.scorer_data import (
+    assemble,
+    cohens_kappa,
+    dev_share,
+    leaking,
+    normalise_text,
+    second_rated,
+)
+
+
+def test_kappa_by_hand() -> None:
+    # observed 3/4; rater a: agree 2, disagree 2; rater b: agree 1, disagree 3
+    # expected (2*1 + 2*3) / 16 = 0.5; kappa = (0.75 - 0.5) / 0.5 = 0.5
+    a = ["agree", "agree", "disagree", "disagree"]
+    b = ["agree", "disagree", "disagree", "disagree"]
+    assert cohens_kappa(a, b) == pytest.approx(0.5)
+
+
+def item(i: int, label: str, rot: str = "r", question: str = "q") -> dict[str, str]:
+    return {"id": f"w-{i}", "question": question, "answer": f"a{i}", "rot": rot, "label": label,
+            "phenomenon": "flat-yes-no"}  # fmt: skip
+
+
+def test_second_rating_keeps_agreements_only() -> None:
+    items = [item(1, "agree"), item(2, "disagree"), item(3, "neutral")]
+    kept, report = second_rated(items, {"w-1": "agree", "w-2": "agree"})
+    assert [k["id"] for k in kept] == ["w-1"]
+    assert report["second_rated"] == 2 and report["agreement_rate"] == 0.5
+
+
+def _pack() -> ScenarioPack:
+    q = MoralQuestion(
+        id="t-1", question="Is it okay to lie to my boss?", paraphrases=["p"] * 5,
+        rot=RoT("It's wrong to lie to your boss."), agree_answer="a", disagree_answer="d",
+        explanation="e", related_question="Can I fib to my manager?", related_answer="r",
+        split="test",
+    )  # fmt: skip
+    return ScenarioPack("p", None, questions=[q])
+
+
+def fake_embed(texts):
+    """Texts that normalise to the same words embed identically; others are orthogonal."""
+    out = np.zeros((len(texts), 4096))
+    for i, t in enumerate(texts):
+        digest = hashlib.md5(normalise_text(t).encode()).digest()
+        out[i, int.from_bytes(digest[:2], "big") % 4096] = 1.0
+    return out
+
+
+def test_leaks_of_dev_test_rots_and_questions_are_found() -> None:
+    rows = [
+        item(1, "agree", rot="It's wrong to lie to your boss!"),  # exact after normalising
+        item(2, "agree", question="Can I fib to my manager?"),  # a held-out related question
+        item(3, "agree", rot="Tip your server."),
+    ]
+    assert leaking(rows, ["Can I fib to my manager?"], ["It's wrong to lie to your boss."],
+                   fake_embed) == {0, 1}  # fmt: skip
+
+
+def test_assemble_drops_leaks_and_duplicates_and_splits_by_rot() -> None:
+    items = [
+        item(1, "agree", rot="It's wrong to lie to your boss."),
+        item(2, "agree", rot="Tip your server."),
+        {**item(3, "agree", rot="Tip your server."), "answer": "a2"},  # duplicate of 2
+    ]
+    ratings = {i["id"]: i["label"] for i in items}
+    result = assemble(items, ratings, _pack(), fake_embed, "written", dev_fraction=0.0)
+    assert [r["id"] for r in result.kept] == ["w-2"]
+    assert result.report["leaks_dropped"] == 1 and result.report["duplicates_dropped"] == 1
+    assert result.kept[0]["split"] == "train" and result.kept[0]["source"] == "written"
+    assert dev_share("Tip your server.", 1.0) and not dev_share("Tip your server.", 0.0)
+
+
+# --------------------------------------------------------------------------- shipped data
+
+
+def _core_sources() -> dict[str, list]:
+    pack = load_pack("core").pack
+    by: dict[str, list] = {}
+    for e in pack.agreement_examples:
+        by.setdefault(e.kind.split(":", 1)[0] if ":" in e.kind else "derived", []).append(e)
+    return by
+
+
+def test_shipped_written_data_is_large_balanced_and_leak_free() -> None:
+    pack = load_pack("core").pack
+    written = _core_sources().get("written", [])
+    assert len(written) >= 10_000
+    labels = Counter(e.label for e in written)
+    assert min(labels.values()) >= 0.15 * len(written)
+    phenomena = {e.kind.split(":", 1)[1] for e in written}
+    for needed in ("flat-yes-no", "negated-agreement", "hedged", "sarcasm", "refusal", "rambling",
+                   "restate-then-break", "imperative", "narrated-first-person",
+                   "narrated-third-person", "unrelated-rot"):  # fmt: skip
+        assert needed in phenomena, needed
+    held_q, held_r = set(), set()
+    for q in pack.questions:
+        if q.split != "train":
+            held_q |= {normalise_text(t) for t in (q.question, *q.paraphrases, q.related_question)}
+            held_r.add(normalise_text(q.rot.text))
+    for e in written:
+        if e.split == "train":
+            assert normalise_text(e.rot) not in held_r, e.id
+            assert not e.question or normalise_text(e.question) not in held_q, e.id
+
+
+def test_shipped_sign_test_set_is_separate_and_large_enough() -> None:
+    signs = _core_sources().get("signs", [])
+    assert len(signs) >= 300 and {e.split for e in signs} == {"test"}
+    phenomena = Counter(e.kind.split(":", 1)[1] for e in signs)
+    assert set(phenomena) >= {"flat-yes-no", "negated-agreement", "hedged"}
+    train_texts = {
+        (normalise_text(e.answer), normalise_text(e.rot))
+        for source, rows in _core_sources().items() if source != "signs"
+        for e in rows
+    }  # fmt: skip
+    assert not [
+        e.id for e in signs if (normalise_text(e.answer), normalise_text(e.rot)) in train_texts
+    ]

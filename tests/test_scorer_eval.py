@@ -1,0 +1,145 @@
+"""`moralsim scorer eval` on a tiny model: figures, the card, the warning rule."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from evaluators.agreement import AgreementItem
+from evaluators.scorer_eval import (
+    CARD_NAME,
+    LabelledSet,
+    PairSet,
+    evaluate_scorer,
+    key_figures,
+    merge_card,
+    user_set,
+    warning_text,
+)
+from moralsim.cli import app
+from scenarios.loaders import NormPair, ScenarioLoadError, load_moral_stories
+
+runner = CliRunner()
+
+
+class TableScorer:
+    """Probabilities looked up by answer text: a scorer whose figures are known by hand."""
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table = table
+
+    def probabilities(self, items: list[AgreementItem]) -> np.ndarray:
+        return np.array([self.table[i.answer] for i in items])
+
+
+def test_evaluate_scorer_by_hand() -> None:
+    scorer = TableScorer(
+        {"keeps it": [0.1, 0.2, 0.7], "returns it": [0.5, 0.4, 0.1], "hm": [0.2, 0.6, 0.2]}
+    )
+    labelled = LabelledSet(
+        "set",
+        [AgreementItem("q", a, "r") for a in ("returns it", "keeps it", "hm")],
+        ["agree", "agree", "neutral"],
+        ["x", "x", "y"],
+    )
+    pairs = PairSet(
+        "moral-stories",
+        [NormPair("1", "r", "returns it", "keeps it"), NormPair("2", "r", "hm", "returns it")],
+    )
+    figures = evaluate_scorer(scorer, [labelled], [pairs])
+    assert figures["set"]["accuracy"] == pytest.approx(2 / 3)
+    assert figures["set"]["sign_accuracy"] == pytest.approx(0.5)
+    # pair 1: +0.4 > -0.6 (hit); pair 2: 0.0 > +0.4 (miss)
+    assert figures["moral-stories"]["pairwise_accuracy"] == pytest.approx(0.5)
+    keys = key_figures(figures)
+    assert keys["real_data_pairwise_accuracy"] == pytest.approx(0.5)
+    assert keys["warn"] and "only 50%" in (warning_text(keys) or "")
+
+
+def test_key_figures_verdicts() -> None:
+    assert key_figures({})["verdict"] == "not validated on real data"
+    good = {"moral-stories": {"pairwise_accuracy": 0.82}, "pack-test": {"macro_f1": 0.8}}
+    keys = key_figures(good)
+    assert (keys["verdict"], keys["warn"], warning_text(keys)) == ("validated", False, None)
+
+
+def test_merge_card_keeps_other_figures() -> None:
+    old = merge_card(None, "m", {"a": {"kind": "labelled", "n": 1}}, {"data": 1}, today="d1")
+    new = merge_card(old, "m", {"b": {"kind": "labelled", "n": 2}}, None, today="d2")
+    assert set(new["figures"]) == {"a", "b"}
+    assert new["figures"]["a"]["measured"] == "d1" and new["training"] == {"data": 1}
+
+
+def test_user_set_errors_name_the_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "mine.jsonl"
+    path.write_text(
+        '{"question": "q", "answer": "a", "rot": "r", "label": "agree"}\n'
+        '{"question": "q", "answer": "a", "rot": "r", "label": "maybe"}\n'
+    )
+    with pytest.raises(ScenarioLoadError, match=r"mine.jsonl: line 2.*field 'label'"):
+        user_set(path)
+
+
+def test_moral_stories_loader_pairs_and_reports_halves(tmp_path: Path) -> None:
+    path = tmp_path / "ms.jsonl"
+    rows = [
+        {"ID": "A1", "norm": "Be kind.", "moral_action": "She helps.", "label": "1"},
+        {"ID": "A0", "norm": "Be kind.", "immoral_action": "She mocks.", "label": "0"},
+        {"ID": "B1", "norm": "Be fair.", "moral_action": "He shares.", "label": "1"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(ScenarioLoadError, match=r"line 3, field 'ID': story B has only one"):
+        load_moral_stories(path)
+    pairs, issues = load_moral_stories(path, skip_invalid=True)
+    assert pairs == [NormPair("A", "Be kind.", "She helps.", "She mocks.")] and len(issues) == 1
+
+
+def _write_pairs_with_identical_actions(path: Path) -> None:
+    """Each story's two actions are the same text, so every pair ties: pairwise accuracy is 0."""
+    rows = []
+    for i in range(3):
+        rows.append({"ID": f"S{i}1", "norm": "it is wrong to lie .", "moral_action": "no",
+                     "label": "1"})  # fmt: skip
+        rows.append({"ID": f"S{i}0", "norm": "it is wrong to lie .", "immoral_action": "no",
+                     "label": "0"})  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_cli_eval_writes_the_card_and_warns(tiny_classifier: Path, tmp_path: Path) -> None:
+    data = tmp_path / "mine.jsonl"
+    data.write_text(
+        '{"question": "is it okay to lie ?", "answer": "no", "rot": "it is wrong to lie .", '
+        '"label": "agree", "phenomenon": "negated-agreement"}\n'
+        '{"question": "is it okay to lie ?", "answer": "yes", "rot": "it is wrong to lie .", '
+        '"label": "disagree", "phenomenon": "flat-yes-no"}\n'
+    )
+    ms = tmp_path / "ms.jsonl"
+    _write_pairs_with_identical_actions(ms)
+    result = runner.invoke(
+        app,
+        ["scorer", "eval", str(tiny_classifier), "--no-pack", "--data", str(data),
+         "--moral-stories", str(ms), "--json", str(tmp_path / "figures.json")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "confusion" in result.output and "per phenomenon" in result.output
+    assert "warning:" in result.output and "only 0%" in result.output
+    card = json.loads((tiny_classifier / CARD_NAME).read_text())
+    assert card["key_figures"]["real_data_pairwise_accuracy"] == 0.0
+    assert card["key_figures"]["verdict"] == "unreliable"
+    assert card["figures"]["mine"]["n"] == 2 and card["figures"]["moral-stories"]["n_pairs"] == 3
+    figures = json.loads((tmp_path / "figures.json").read_text())
+    assert set(figures) == {"mine", "moral-stories"}
+
+
+def test_cli_bad_data_is_one_line_and_loads_no_model(tmp_path: Path) -> None:
+    data = tmp_path / "bad.jsonl"
+    data.write_text('{"question": "q", "answer": "a", "label": "agree"}\n')
+    result = runner.invoke(app, ["scorer", "eval", "no-such-model", "--no-pack", "--data",
+                                 str(data)])  # fmt: skip
+    assert result.exit_code == 2
+    assert "bad.jsonl: line 1" in result.output and "field 'rot'" in result.output
+    assert "Traceback" not in result.output
