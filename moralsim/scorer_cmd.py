@@ -58,6 +58,7 @@ def eval_scorer(
 ) -> None:
     """Accuracy, macro-F1, sign and pairwise accuracy, per phenomenon, with the confusion matrix."""
     from agents.models import ModelError
+    from evaluators.llm_judge import JudgeError
     from evaluators.scorer_eval import (
         LabelledSet,
         PairSet,
@@ -89,9 +90,9 @@ def eval_scorer(
         raise _fail("nothing to evaluate: give --data or --moral-stories, or drop --no-pack")
     try:
         scorer = open_agreement_scorer(model)
-    except (ModelError, ScorerSpecError) as exc:
+        figures = evaluate_scorer(scorer, labelled, pairs)
+    except (ModelError, ScorerSpecError, JudgeError) as exc:
         raise _fail(str(exc)) from None
-    figures = evaluate_scorer(scorer, labelled, pairs)
     _print_figures(figures)
     folder = getattr(scorer, "path", None)
     target = card if card is not None else (Path(folder) if folder else None)

@@ -10,7 +10,9 @@ import pytest
 
 from evaluators.agreement import AgreementItem, AgreementScorer
 from evaluators.sage import sage_scores
+from evaluators.scorer_eval import CARD_NAME
 from scenarios.pack import load_pack
+from tests.conftest import SHARED_DATA
 from training.classification_metrics import classification_report
 
 pytestmark = pytest.mark.slow
@@ -23,7 +25,11 @@ def scorer() -> AgreementScorer:
 
 def test_default_scorer_reproduces_its_reported_test_metrics(scorer: AgreementScorer) -> None:
     metrics = json.loads((scorer.path / "metrics.json").read_text())
-    test = load_pack("core").pack.agreement_in("test")
+    test = [
+        e
+        for e in load_pack("core").pack.agreement_in("test")
+        if ":" not in e.kind or e.kind.startswith("hard:")
+    ]
     items = [AgreementItem(e.question, e.answer, e.rot) for e in test]
     columns = scorer.probabilities(items).argmax(axis=1)
     predicted = [("agree", "neutral", "disagree")[int(c)] for c in columns]
@@ -33,6 +39,30 @@ def test_default_scorer_reproduces_its_reported_test_metrics(scorer: AgreementSc
     assert report.n == metrics["test"]["n"]
     assert report.accuracy == pytest.approx(metrics["test"]["accuracy"], abs=0.005)
     assert report.accuracy > 0.6  # well above the 3-way chance level
+
+
+def test_default_scorer_has_a_card_with_every_pack_figure(scorer: AgreementScorer) -> None:
+    card = json.loads((scorer.path / CARD_NAME).read_text())
+    for name in ("pack-dev", "pack-test", "hard-test", "signs-test", "bot-test"):
+        assert card["figures"][name]["n"] > 0, name
+    keys = card["key_figures"]
+    assert keys["in_domain_macro_f1"] == card["figures"]["pack-test"]["macro_f1"]
+    assert card["training"]["data"]["train"]["written"] >= 10_000
+    # Independent of the SFT targets: no reference answer of the pack is trained on.
+    assert set(card["training"]["config"]["exclude_kinds"]) >= {"own-rot", "own-rot-paraphrase"}
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "moral_stories").is_dir(), reason="needs ../shared/data")
+def test_default_scorer_orders_real_moral_stories_actions_above_chance(
+    scorer: AgreementScorer,
+) -> None:
+    from evaluators.scorer_eval import PairSet, evaluate_scorer
+    from scenarios.loaders import load_moral_stories
+
+    pairs = load_moral_stories(SHARED_DATA / "moral_stories" / "dev.jsonl")[0]
+    figures = evaluate_scorer(scorer, [], [PairSet("moral-stories", pairs)])
+    # Chance is 50%; the scorer before the written corpus scored 50.5%.
+    assert figures["moral-stories"]["pairwise_accuracy"] > 0.58
 
 
 def test_agreeing_answer_scores_above_a_disagreeing_one(scorer: AgreementScorer) -> None:

@@ -51,10 +51,29 @@ class ScorerTrainingConfig:
         default=False,
         metadata={"help": "Weight the loss by inverse label frequency (rare labels count more)."},
     )
+    exclude_kinds: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "Example kinds left out of training (e.g. the pack's reference answers, "
+            "which a moral bot is fine-tuned on: a judge trained on them rewards their style)."
+        },
+    )
 
 
-DEFAULT_SCORER_RECIPE = ScorerTrainingConfig()
-"""The recipe behind the embedded `agreement-minilm` (measured on 2 CPU cores; see README)."""
+REFERENCE_ANSWER_KINDS: tuple[str, ...] = (
+    "own-rot",
+    "own-rot-paraphrase",
+    "mismatched-rot",
+    "restated-answer",
+)
+"""Derived examples whose text is the pack's reference answers: the moral bot's SFT targets."""
+
+DEFAULT_SCORER_RECIPE = ScorerTrainingConfig(
+    epochs=1, max_length=96, exclude_kinds=REFERENCE_ANSWER_KINDS
+)
+"""The recipe behind the embedded `agreement-minilm`: one pass over ~14,000 examples, the most
+two CPU cores train in the 15 minutes a first run may take (see README for what was tried);
+it never sees the pack's reference answers, so it is independent of the moral bot's targets."""
 
 
 @dataclass
@@ -152,6 +171,7 @@ def train_agreement_classifier(
 
     cfg = config or ScorerTrainingConfig()
     say = progress or (lambda message: None)
+    train = [e for e in train if e.kind not in cfg.exclude_kinds]
     if not train or not dev:
         raise ValueError("scorer training needs non-empty train and dev examples")
     start = time.perf_counter()
@@ -304,7 +324,7 @@ def reference_figures(measured_dev_macro_f1: float, tolerance: float = 0.01) -> 
         ref = json.loads(REFERENCE_FILE.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    if ref.get("recipe") != asdict(DEFAULT_SCORER_RECIPE):
+    if ref.get("recipe") != json.loads(json.dumps(asdict(DEFAULT_SCORER_RECIPE))):
         return {}
     if abs(float(ref["pack_dev_macro_f1"]) - measured_dev_macro_f1) > tolerance:
         return {}

@@ -98,10 +98,23 @@ def held_out_texts(pack: Any) -> tuple[list[str], list[str]]:
             questions += [q.question, *q.paraphrases, q.related_question]
             rots.append(q.rot.text)
     for e in pack.agreement_examples:
-        if e.split in ("dev", "test") and e.kind.startswith("hard:"):
+        # Hand-written held-out sets (hard cases, the sign test set); not bot replies, which are
+        # asked from train questions, nor the examples derived from the questions above.
+        if e.split in ("dev", "test") and e.kind.split(":", 1)[0] in ("hard", "signs"):
             questions.append(e.question)
             rots.append(e.rot)
-    return questions, rots
+    return [q for q in questions if q.strip()], rots
+
+
+def train_rots(pack: Any) -> set[str]:
+    """RoTs the pack already trains on: a new example with one of them must not go to dev."""
+    rots = {normalise_text(q.rot.text) for q in pack.questions if q.split == "train"}
+    rots |= {
+        normalise_text(e.rot)
+        for e in pack.agreement_examples
+        if e.split == "train" and e.kind.startswith("hard:")
+    }
+    return rots
 
 
 def leaking(
@@ -137,6 +150,12 @@ def dev_share(rot: str, share: float) -> bool:
     return int.from_bytes(digest[:4], "big") / 2**32 < share
 
 
+def _split(row: dict[str, Any], dev_fraction: float, group: str | None, test: float) -> str:
+    if group and dev_share(str(row[group]), test):
+        return "test"
+    return "dev" if dev_share(row["rot"], dev_fraction) else "train"
+
+
 def assemble(
     items: Sequence[dict[str, Any]],
     ratings: dict[str, str],
@@ -145,7 +164,15 @@ def assemble(
     source: str,
     dev_fraction: float = 0.05,
     split: str | None = None,
+    test_group: str | None = None,
+    test_fraction: float = 0.0,
 ) -> Assembly:
+    """Second-rated, de-duplicated, leak-free rows in the pack's format.
+
+    Splits: `split` for every row if given; else a row whose `test_group` value (e.g. the
+    question id of a bot reply) falls in `test_fraction` goes to test -- all rows of a group
+    together -- and the rest go to dev or train by RoT (`dev_fraction`).
+    """
     for item in items:
         if item.get("label") not in LABELS:
             raise ValueError(
@@ -165,12 +192,26 @@ def assemble(
             unique.append(row)
     report["duplicates_dropped"] = len(kept) - len(unique)
     held_q, held_r = held_out_texts(pack)
-    bad = leaking(unique, held_q, held_r, embed)
+    if split == "test":
+        # A test set must not share an RoT with anything the pack trains or selects on.
+        seen_rots = train_rots(pack) | {
+            normalise_text(e.rot)
+            for e in pack.agreement_examples
+            if e.split == "dev" and e.kind.startswith("hard:")
+        }
+        seen_rots |= {normalise_text(q.rot.text) for q in pack.questions if q.split == "dev"}
+        bad = {i for i, r in enumerate(unique) if normalise_text(r["rot"]) in seen_rots}
+    else:
+        bad = leaking(unique, held_q, held_r, embed)
     report["leaks_dropped"] = len(bad)
+    trained = train_rots(pack)
     out = []
     for i, row in enumerate(unique):
         if i in bad:
             continue
+        chosen = split or _split(row, dev_fraction, test_group, test_fraction)
+        if chosen == "dev" and normalise_text(row["rot"]) in trained:
+            chosen = "train"
         out.append(
             {
                 "id": row["id"],
@@ -178,7 +219,7 @@ def assemble(
                 "answer": row["answer"].strip(),
                 "rot": row["rot"].strip(),
                 "label": row["label"],
-                "split": split or ("dev" if dev_share(row["rot"], dev_fraction) else "train"),
+                "split": chosen,
                 "phenomenon": row.get("phenomenon", "unspecified"),
                 "source": source,
             }
@@ -198,6 +239,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--split", default=None, help="Put every example in this split.")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--report", type=Path, default=None)
+    parser.add_argument("--test-group", default=None, help="Key whose values go to test together.")
+    parser.add_argument("--test-fraction", type=float, default=0.0)
+    parser.add_argument("--dev-fraction", type=float, default=0.05)
     parser.add_argument("--pack", default="core")
     args = parser.parse_args(argv)
 
@@ -214,7 +258,10 @@ def main(argv: list[str] | None = None) -> None:
         load_pack(args.pack).pack,
         lambda texts: encode_normalized(encoder, texts),
         args.source,
+        dev_fraction=args.dev_fraction,
         split=args.split,
+        test_group=args.test_group,
+        test_fraction=args.test_fraction,
     )
     with args.out.open("w", encoding="utf-8") as fh:
         for row in result.kept:

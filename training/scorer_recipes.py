@@ -55,6 +55,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--moral-stories", type=Path, required=True)
     parser.add_argument("--pack", default="core")
     parser.add_argument("--sources", default="derived,hard,written,bot")
+    parser.add_argument(
+        "--exclude-kinds",
+        default="",
+        help="Derived kinds left out of training (e.g. own-rot,own-rot-paraphrase).",
+    )
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--learning-rate", type=float, default=1e-4)
@@ -76,7 +81,10 @@ def main(argv: list[str] | None = None) -> None:
     def source(e: Any) -> str:
         return e.kind.split(":", 1)[0] if ":" in e.kind else "derived"
 
-    train = [e for e in pack.agreement_in("train") if source(e) in sources]
+    excluded = set(filter(None, args.exclude_kinds.split(",")))
+    train = [
+        e for e in pack.agreement_in("train") if source(e) in sources and e.kind not in excluded
+    ]
     dev = [e for e in pack.agreement_in("dev") if source(e) in sources]
     pairs = load_moral_stories(args.moral_stories)[0]
     cfg = ScorerTrainingConfig(

@@ -1,0 +1,116 @@
+"""The hand-read check: does the judge's sign match a careful human reading of real bot answers?
+
+`sample` draws N first answers (the S_MR1 turn) from each of two run folders, shuffles them
+together and writes a blind file (question, answer, RoT; no bot name, no score) for a reader.
+`score` takes the reader's labels and reports, per run and overall, how often the judge agrees
+with the reader: for a reader's agree, AS > 0; for disagree, AS < 0; for neutral, the judge's
+most probable class is neutral. Usage:
+
+    python -m training.hand_read sample runs/experiment/base runs/experiment/moral --n 30 \
+        --out hand_read/blind.jsonl --key hand_read/key.json
+    python -m training.hand_read score --key hand_read/key.json --labels hand_read/labels.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from scenarios.jsonl import read_dialogues
+
+
+def first_answers(run_dir: Path) -> list[dict[str, Any]]:
+    out = []
+    for d in read_dialogues(run_dir / "dialogues.jsonl"):
+        found = d.scores_named("S_MR1")
+        if d.flow != "moraldial" or not found or d.hidden_rot is None:
+            continue
+        score = found[0]
+        turn = d.turns[score.turn]  # type: ignore[index]
+        question = d.turns[0].meta.get("question", d.turns[0].text)
+        out.append(
+            {
+                "dialogue": d.id,
+                "question": question,
+                "answer": turn.text,
+                "rot": d.hidden_rot.text,
+                "as": score.value,
+                "p": score.meta.get("p"),
+            }
+        )
+    return out
+
+
+def judge_matches(label: str, as_value: float, p: list[float] | None) -> bool:
+    if label == "agree":
+        return as_value > 0
+    if label == "disagree":
+        return as_value < 0
+    return p is not None and max(range(3), key=lambda k: p[k]) == 1
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("sample")
+    s.add_argument("runs", nargs=2, type=Path)
+    s.add_argument("--n", type=int, default=30)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out", type=Path, required=True)
+    s.add_argument("--key", type=Path, required=True)
+    c = sub.add_parser("score")
+    c.add_argument("--key", type=Path, required=True)
+    c.add_argument("--labels", type=Path, required=True)
+    args = parser.parse_args(argv)
+
+    if args.command == "sample":
+        rng = random.Random(args.seed)
+        rows = []
+        for run in args.runs:
+            answers = first_answers(run)
+            for row in rng.sample(answers, min(args.n, len(answers))):
+                rows.append({**row, "run": run.name})
+        rng.shuffle(rows)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        key = {}
+        with args.out.open("w", encoding="utf-8") as fh:
+            for i, row in enumerate(rows, 1):
+                item = f"h{i:03d}"
+                key[item] = row
+                blind = {"item": item, "question": row["question"], "answer": row["answer"],
+                         "rot": row["rot"]}  # fmt: skip
+                fh.write(json.dumps(blind, ensure_ascii=False) + "\n")
+        args.key.write_text(json.dumps(key, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {len(rows)} blind items to {args.out}")
+        return
+
+    key = json.loads(args.key.read_text(encoding="utf-8"))
+    labels = {}
+    for line in args.labels.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            labels[row["item"]] = row["label"]
+    by_run: dict[str, list[tuple[str, bool]]] = {}
+    for item, row in key.items():
+        label = labels[item]
+        by_run.setdefault(row["run"], []).append((label, judge_matches(label, row["as"], row["p"])))
+    out: dict[str, Any] = {}
+    for run, rows in [*by_run.items(), ("all", [r for rs in by_run.values() for r in rs])]:
+        signed = [m for label, m in rows if label != "neutral"]
+        out[run] = {
+            "n": len(rows),
+            "match": sum(m for _, m in rows) / len(rows),
+            "reader_labels": {
+                k: sum(lab == k for lab, _ in rows) for k in ("agree", "neutral", "disagree")
+            },
+            "sign_match_on_stanced": sum(signed) / len(signed) if signed else None,
+            "n_stanced": len(signed),
+        }
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
