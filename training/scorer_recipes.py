@@ -60,6 +60,11 @@ def main(argv: list[str] | None = None) -> None:
         default="",
         help="Derived kinds left out of training (e.g. own-rot,own-rot-paraphrase).",
     )
+    parser.add_argument(
+        "--independent",
+        action="store_true",
+        help="Leave out the pack's reference answers (the moral bot's SFT targets).",
+    )
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--learning-rate", type=float, default=1e-4)
@@ -73,7 +78,11 @@ def main(argv: list[str] | None = None) -> None:
     from evaluators.scorer_eval import PairSet, evaluate_scorer, merge_card, pack_sets, write_card
     from scenarios.loaders import load_moral_stories
     from scenarios.pack import load_pack
-    from training.scorer import ScorerTrainingConfig, train_agreement_classifier
+    from training.scorer import (
+        REFERENCE_ANSWER_KINDS,
+        ScorerTrainingConfig,
+        train_agreement_classifier,
+    )
 
     pack = load_pack(args.pack).pack
     sources = set(args.sources.split(","))
@@ -82,6 +91,8 @@ def main(argv: list[str] | None = None) -> None:
         return e.kind.split(":", 1)[0] if ":" in e.kind else "derived"
 
     excluded = set(filter(None, args.exclude_kinds.split(",")))
+    if args.independent:
+        excluded |= set(REFERENCE_ANSWER_KINDS)
     train = [
         e for e in pack.agreement_in("train") if source(e) in sources and e.kind not in excluded
     ]

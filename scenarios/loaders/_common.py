@@ -189,6 +189,19 @@ class _Identified(Protocol):
 R = TypeVar("R", bound=_Identified)
 
 
+def read_json_lines(collector: Collector) -> Iterator[tuple[int, Any]]:
+    """Yield (line number, parsed value) for every non-blank line that is valid JSON."""
+    for number, line in read_utf8_lines(collector):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            collector.problem(
+                f"line {number}", None, f"invalid JSON ({exc.msg} at column {exc.colno})"
+            )
+
+
 def load_jsonl_records(
     path: str | Path, parse: Callable[[Any], R], skip_invalid: bool = False
 ) -> tuple[list[R], list[LoadIssue]]:
@@ -196,15 +209,8 @@ def load_jsonl_records(
     collector = Collector(Path(path), skip_invalid)
     out: list[R] = []
     seen: dict[str, int] = {}
-    for number, line in read_utf8_lines(collector):
-        if not line.strip():
-            continue
+    for number, data in read_json_lines(collector):
         where = f"line {number}"
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            collector.problem(where, None, f"invalid JSON ({exc.msg} at column {exc.colno})")
-            continue
         ident = data.get("id") if isinstance(data, dict) else None
         try:
             if not isinstance(data, dict):

@@ -10,11 +10,10 @@ Moral Stories is used by moralsim for validation only; never put it in a trainin
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from scenarios.loaders._common import Collector, LoadIssue, ScenarioLoadError, read_utf8_lines
+from scenarios.loaders._common import Collector, LoadIssue, ScenarioLoadError, read_json_lines
 
 
 @dataclass(frozen=True)
@@ -37,15 +36,8 @@ def load_moral_stories(
     collector = Collector(Path(path), skip_invalid)
     halves: dict[str, dict[str, tuple[str, str, int]]] = {}
     order: list[str] = []
-    for number, line in read_utf8_lines(collector):
-        if not line.strip():
-            continue
+    for number, data in read_json_lines(collector):
         where = f"line {number}"
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            collector.problem(where, None, f"invalid JSON ({exc.msg} at column {exc.colno})")
-            continue
         if not isinstance(data, dict):
             collector.problem(where, None, "expected a JSON object")
             continue
