@@ -26,6 +26,10 @@ class FakeEvaluators:
     def score(self, items):
         return self.table(items)
 
+    def probabilities(self, items):
+        """A plain AS vector: the REPL accepts it as an agreement function returns it."""
+        return self.table(items)
+
 
 class EchoAgent:
     """Replies with a fixed text; can block until cancelled."""
