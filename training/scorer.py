@@ -361,6 +361,7 @@ def build_default_agreement_scorer(pack_dir: Path, out_dir: Path) -> None:
     from evaluators.scorer_eval import (
         IN_DOMAIN_SET,
         evaluate_scorer,
+        key_figures,
         merge_card,
         pack_sets,
         write_card,
@@ -391,11 +392,8 @@ def build_default_agreement_scorer(pack_dir: Path, out_dir: Path) -> None:
     figures = evaluate_scorer(AgreementScorer(str(out_dir)), sets)
     metrics = json.loads((Path(out_dir) / "metrics.json").read_text(encoding="utf-8"))
     card = merge_card(None, "agreement-minilm", figures, metrics)
-    reference = reference_figures(figures["pack-dev"]["macro_f1"])
-    if reference:
-        card = merge_card(card, "agreement-minilm", {}, None)
-        card["figures"].update(reference)
-        card = merge_card(card, "agreement-minilm", {}, None)
+    card["figures"].update(reference_figures(figures["pack-dev"]["macro_f1"]))
+    card["key_figures"] = key_figures(card["figures"])
     write_card(out_dir, card)
     keys = card["key_figures"]
     pairwise = keys["real_data_pairwise_accuracy"]
