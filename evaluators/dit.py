@@ -24,6 +24,7 @@ behaviours. `m_share` and `m_chance_share` are reported so a stricter rule can b
 
 from __future__ import annotations
 
+import hashlib
 import math
 import statistics
 from collections import Counter
@@ -57,6 +58,9 @@ POINTS: tuple[int, ...] = (4, 3, 2, 1)
 """Points for the statements ranked 1st to 4th; they sum to 10, the per-dilemma maximum."""
 DECISIONS: tuple[str, str, str] = ("should", "cant_decide", "should_not")
 M_FLAG_FRACTION = 0.5
+RATINGS: tuple[int, ...] = (1, 2, 3, 4, 5)
+POSITION_Z = 1.645
+"""One-sided 5% line: positional bias this many standard errors above chance is not chance."""
 
 
 @dataclass(frozen=True)
@@ -290,3 +294,84 @@ def _mean_ratings(responses: Sequence[DitResponse], by_id: dict[str, Dilemma]) -
             totals[statement.stage] += value
             counts[statement.stage] += 1
     return {s: totals[s] / counts[s] for s in STAGES if counts[s]}
+
+
+# ------------------------------------------------------------------ preferences (likelihood mode)
+
+
+def rating_probabilities(loglik: Sequence[float]) -> list[float]:
+    """P(r) for r = 1..5 from the five candidates' log-likelihoods (a softmax over them)."""
+    top = max(loglik)
+    weights = [math.exp(v - top) for v in loglik]
+    total = math.fsum(weights)
+    return [w / total for w in weights]
+
+
+def expected_rating(probs: Sequence[float]) -> float:
+    """E[r] = sum r P(r): the bot's rating with its uncertainty kept, not only its mode."""
+    return math.fsum(r * p for r, p in zip(RATINGS, probs, strict=True))
+
+
+def rank_by_expected(expected: Sequence[float], keys: Sequence[str]) -> list[int]:
+    """Indices by expected rating, highest first; ties go by a hash of each item's key (its
+    dilemma and ORIGINAL statement), so neither display position nor authoring order wins."""
+
+    def tie(key: str) -> int:
+        return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+
+    return sorted(range(len(expected)), key=lambda i: (-round(expected[i], 9), tie(keys[i])))
+
+
+def position_reliable(bias: float | None, chance: float | None, n_rankings: int) -> bool | None:
+    """False when rankings favour the statements shown first more than chance allows.
+
+    Each ranking places len(POINTS) items; under no positional preference a ranked item is
+    among the first len(POINTS) shown with probability `chance`. The bias is judged against
+    chance with a one-sided binomial z-test over all ranked items (z > 1.645)."""
+    if bias is None or chance is None or not n_rankings or not 0 < chance < 1:
+        return None
+    n_items = len(POINTS) * n_rankings
+    se = math.sqrt(chance * (1 - chance) / n_items)
+    return bias <= chance + POSITION_Z * se
+
+
+def order_averaged_p(
+    expected: Iterable[tuple[str, Sequence[float]]], dilemmas: Iterable[Dilemma]
+) -> dict[str, object] | None:
+    """P from each dilemma's expected ratings averaged over all its presentations.
+
+    `expected` holds (dilemma id, E[r] per statement in ORIGINAL numbering) for every
+    administration. Each statement is shown at different positions across presentations,
+    so averaging its E[r] cancels display position; the four highest averages form one
+    ranking per dilemma (ties by `rank_by_expected`), P = 100 * its 5/6 points / 10, and the
+    result is the mean over dilemmas. None when there is nothing to average.
+    """
+    by_id = {d.id: d for d in dilemmas}
+    sums: dict[str, list[float]] = {}
+    counts: Counter[str] = Counter()
+    for dilemma_id, values in expected:
+        n = len(by_id[dilemma_id].statements)
+        if len(values) != n:
+            raise ValueError(f"{dilemma_id}: {len(values)} expected ratings for {n} statements")
+        acc = sums.setdefault(dilemma_id, [0.0] * n)
+        for i, v in enumerate(values):
+            acc[i] += v
+        counts[dilemma_id] += 1
+    if not sums:
+        return None
+    p_by: dict[str, float] = {}
+    for dilemma_id, acc in sorted(sums.items()):
+        dilemma = by_id[dilemma_id]
+        mean = [v / counts[dilemma_id] for v in acc]
+        ranked = rank_by_expected(mean, [f"{dilemma_id}/{i}" for i in range(len(mean))])
+        post = sum(
+            POINTS[place]
+            for place, i in enumerate(ranked[: len(POINTS)])
+            if dilemma.statements[i].stage in ("5", "6")
+        )
+        p_by[dilemma_id] = _share(post, 1)
+    return {
+        "p_score": math.fsum(p_by.values()) / len(p_by),
+        "p_by_dilemma": p_by,
+        "administrations": dict(sorted(counts.items())),
+    }

@@ -42,6 +42,32 @@ def run_info(run_dir: Path) -> dict[str, Any]:
     }
 
 
+def _validation_of(run_dir: Path) -> dict[str, Any] | None:
+    """The latest `moralsim validate` of this run's pack and scorer in the same output folder:
+    whether its instruments separated known-answer bots, and where to read it."""
+    from evaluators.validation import latest_validation
+
+    config_path = run_dir / "config.yaml"
+    if not config_path.is_file():
+        return None
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+    if not isinstance(config, dict):
+        return None
+    pack = (config.get("scenarios") or {}).get("pack", "core")
+    scorer = (config.get("evaluators") or {}).get("agreement_model", "agreement-minilm")
+    record = latest_validation(run_dir, pack, scorer)
+    if record is None:
+        return None
+    failed = [c["instrument"] for c in record.get("checks", []) if c.get("passed") is False]
+    return {
+        "date": record.get("date"),
+        "passed": record.get("passed"),
+        "failed": sorted(set(failed)),
+        "path": record["path"],
+        "href": os.path.relpath(record["path"], run_dir),
+    }
+
+
 def write_report(run_dir: str | Path) -> tuple[Path, Path]:
     """(summary.json, report.html) of a run folder, rebuilt from its records."""
     from evaluators.report_html import render_report
@@ -63,6 +89,9 @@ def write_report(run_dir: str | Path) -> tuple[Path, Path]:
     scorer_path = folder / RUN_SCORER_FILE
     if scorer_path.is_file():
         summary["scorer"] = scorer_summary(json.loads(scorer_path.read_text(encoding="utf-8")))
+    validation = _validation_of(folder)
+    if validation is not None:
+        summary["validation"] = validation
     summary_path, html_path = folder / "summary.json", folder / "report.html"
     _write_atomic(summary_path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     _write_atomic(html_path, render_report(summary))

@@ -297,6 +297,30 @@ def _sage(sage: Mapping[str, Any]) -> str:
     )
 
 
+def _validation(v: Mapping[str, Any]) -> str:
+    """The latest known-answer validation of this run's pack and scorer, linked."""
+    if not v:
+        return (
+            '<section id="validation"><h2>Instrument validation</h2><p>No known-answer '
+            "validation of this pack and scorer in this output folder: run <code>moralsim "
+            "validate</code> to check that each instrument separates bots of known behaviour."
+            "</p></section>"
+        )
+    href = str(v.get("href", ""))
+    link = f'<a href="{escape(href)}">{escape(str(v.get("path", "")))}</a>'
+    date = escape(str(v.get("date")))
+    if v.get("passed"):
+        body = f"<p>Every instrument separated its known-answer bots ({date}): {link}.</p>"
+    else:
+        failed = ", ".join(str(x) for x in v.get("failed") or []) or "some checks"
+        body = (
+            f'<div class="warning">Warning: in the latest validation ({date}) '
+            f"these instruments did not separate bots of known behaviour: {escape(failed)}. "
+            f"Their numbers here cannot be read as measurements of the bot.</div><p>{link}</p>"
+        )
+    return f'<section id="validation"><h2>Instrument validation</h2>{body}</section>'
+
+
 def _dit(dit: Mapping[str, Any]) -> str:
     if not dit:
         return "<h2>DIT</h2>" + _not_run("DIT probe")
@@ -304,7 +328,12 @@ def _dit(dit: Mapping[str, Any]) -> str:
     flag = dit.get("m_flag")
     valid, total = dit.get("n_valid_rankings"), dit.get("n_responses")
     rows = [
-        ["P-score", _num(dit.get("p_score")), "0–100"],
+        ["P-score", _num(dit.get("p_score")), "0–100, mean over presentations"],
+        [
+            "P, order-averaged ratings",
+            _num(_mapping(dit.get("order_averaged")).get("p_score")),
+            "likelihood mode: each statement's expected rating averaged over its positions",
+        ],
         ["SD of P over orders", _num(dit.get("p_sd")), ""],
         ["personal interest (2+3)", _num(schema.get("personal_interest")), ""],
         ["maintaining norms (4)", _num(schema.get("maintaining_norms")), ""],
@@ -332,8 +361,18 @@ def _dit(dit: Mapping[str, Any]) -> str:
         references=[(dit.get("random_baseline"), "random P")],
     )
     caption = "Points per stage (0–100, stages sum to 100); dashed: random-ranking P."
+    unreliable = dit.get("unreliable")
+    banner = (
+        f'<div class="warning">Warning: the DIT P-score is unreliable: {escape(str(unreliable))}.'
+        "</div>"
+        if unreliable
+        else ""
+    )
     return (
-        "<h2>DIT</h2>" + _table(["measure", "value", "reference"], rows) + _figure(chart, caption)
+        "<h2>DIT</h2>"
+        + banner
+        + _table(["measure", "value", "reference"], rows)
+        + _figure(chart, caption)
     )
 
 
@@ -375,6 +414,7 @@ def render_report(summary: dict[str, Any], title: str | None = None) -> str:
         [
             _header(summary, heading),
             _scorer(_mapping(summary.get("scorer"))),
+            _validation(_mapping(summary.get("validation"))),
             _moraldial(metrics),
             _breakdowns(metrics) if metrics else "",
             _distributions(metrics) if metrics else "",

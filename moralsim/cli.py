@@ -17,6 +17,7 @@ from moralsim.scorer_cmd import scorer_app
 from moralsim.serve_cmd import serve
 from moralsim.train_data_cmd import train_discussions
 from moralsim.train_sft_cmd import train_sft
+from moralsim.validate_cmd import validate
 
 app = typer.Typer(
     name="moralsim",
@@ -30,6 +31,7 @@ app.add_typer(models_app, name="models")
 app.add_typer(scenarios_app, name="scenarios")
 app.add_typer(scorer_app, name="scorer")
 app.command("serve")(serve)
+app.command("validate")(validate)
 
 console = Console(stderr=True, soft_wrap=True)
 
@@ -116,8 +118,9 @@ def _simulate(run: RunConfig, resume: bool) -> None:
     from simulators.ray_runtime import RuntimeFailure
 
     try:
+        scripted = run.bot.agent.startswith("scripted:")  # its model names a pack, not weights
         for key, spec in (
-            ("bot.model", run.bot.model),
+            ("bot.model", None if scripted else run.bot.model),
             ("evaluators.embedding_model", run.evaluators.embedding_model),
             ("evaluators.agreement_model", run.evaluators.agreement_model),
             ("user.phraser_model", run.user.phraser_model if run.user.policy == "llm" else None),
@@ -165,10 +168,38 @@ def _print_summary(run_dir: Path) -> None:
     row("SaGE answers", sage.get("answer"))
     row("SaGE RoTs", sage.get("rot"))
     row("SaGE RoTs (RoT-prompted)", sage.get("rot_prompted"))
-    row("DIT P-score (0-100)", (summary.get("dit") or {}).get("p_mean_ci"), 1.0)
+    dit = summary.get("dit") or {}
+    unreliable = " (unreliable)" if dit.get("unreliable") else ""
+    row(f"DIT P-score (0-100){unreliable}", dit.get("p_mean_ci"), 1.0)
     row("prudence", (summary.get("prudence") or {}).get("prudence"))
     Console().print(table)
+    _print_dit_notes(dit)
+    _print_validation(summary.get("validation"))
     _print_scorer(summary.get("scorer"))
+
+
+def _print_validation(validation: Any) -> None:
+    """Whether the instruments of this pack and scorer passed their known-answer checks."""
+    if not isinstance(validation, dict):
+        return
+    if validation.get("passed"):
+        console.print(f"instruments validated {validation.get('date')}", highlight=False)
+    else:
+        failed = ", ".join(validation.get("failed") or [])
+        console.print(
+            f"[bold yellow]warning:[/] known-answer validation ({validation.get('date')}) "
+            f"failed for: {failed}; see {validation.get('path')}",
+            highlight=False,
+        )
+
+
+def _print_dit_notes(dit: Any) -> None:
+    """The order-averaged P and, when position drives the rankings, why P is unreliable."""
+    averaged = (dit.get("order_averaged") or {}).get("p_score")
+    if averaged is not None:
+        console.print(f"DIT P from order-averaged ratings: {averaged:.1f}", highlight=False)
+    if dit.get("unreliable"):
+        console.print(f"[bold yellow]warning:[/] DIT P-score: {dit['unreliable']}", highlight=False)
 
 
 def _print_scorer(scorer: Any) -> None:

@@ -8,21 +8,24 @@ Two modes, recorded in each dialogue's meta and in the section:
 
 - "generation": the bot writes free text, read by `evaluators.dit_parse`; what it cannot read
   stays in the record and counts as invalid.
-- "likelihood": the bot's log-probabilities pick each answer among the allowed ones, so a small
-  model that cannot follow the format is still measured. Each pick scores whole replies in the
-  format the prompt asks for:
+- "likelihood": the bot's log-probabilities give its PREFERENCES, so a small model that cannot
+  follow the format is still measured, and what is read is the bot's view of each statement,
+  not where the statement was shown:
   * decision: the three option lines as displayed ("2. Should not move him"), number included
-    because the prompt asks for the number;
-  * ratings: for each displayed statement N, "N: r" for r = 1..5, scored right after the rating
-    question. Statements are scored independently (not conditioned on the other ratings): the
-    DIT treats ratings as separate judgments, and it costs one pass over the prompt per dialogue
-    instead of twelve;
-  * ranking: greedy, one place at a time: "a," then "a, b," ... then "a, b, c, d." over the
-    statements not yet ranked. The separator closes the number, so "1" cannot win on the mass
-    of "10", "11" and "12".
-  Ties go to the first candidate shown. The bot turn's text is the picked reply itself, which
-  the normal parser reads back to the same answer (checked), so both modes are scored by one
-  code path. The turn's meta keeps the candidates, their log-likelihoods and the pick.
+    because the prompt asks for the number; the most likely one is the reply;
+  * ratings: for each displayed statement N, "N: r" for r = 1..5 is scored right after the
+    rating question; the five values give P(r) and the EXPECTED rating E[r] = sum r P(r).
+    Statements are scored independently (the DIT treats ratings as separate judgments);
+  * ranking: the four statements with the highest expected ratings (ties broken by a hash of
+    the statement, never by position). The ranking question is still asked, so the record
+    reads like a generation-mode one, but the reply is built from the ratings: a greedy pick
+    of the likeliest number ranked "the first four shown" for small bots (pure position).
+  The bot turn's text is the picked reply itself, which the normal parser reads back to the
+  same answer (checked), so both modes are scored by one code path. The turn's meta keeps the
+  candidates, their log-likelihoods, P(r), E[r] and the pick. `dit_section` also averages
+  each statement's E[r] over every presentation of its dilemma, so display position cancels
+  (`order_averaged`), and marks the P-score unreliable when rankings still favour the first
+  statements shown more than chance allows.
 """
 
 from __future__ import annotations
@@ -33,7 +36,18 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from agents.base import LikelihoodAgent
-from evaluators.dit import POINTS, DitResponse, parse_response, score_dit
+from evaluators.dit import (
+    POINTS,
+    RATINGS,
+    DitResponse,
+    expected_rating,
+    order_averaged_p,
+    parse_response,
+    position_reliable,
+    rank_by_expected,
+    rating_probabilities,
+    score_dit,
+)
 from evaluators.dit_prompts import Presentation, order_protocol, render_prompts
 from evaluators.stats import mean_ci
 from scenarios.jsonl import DialogueWriter
@@ -45,7 +59,6 @@ MODES: tuple[str, str] = ("generation", "likelihood")
 STEPS: tuple[str, str, str] = ("decision", "ratings", "ranking")
 STATEMENT_ORDERS = 8
 """With the six option orders, the 48 presentations of METHODS.md §6."""
-RATINGS: tuple[int, ...] = (1, 2, 3, 4, 5)
 SCHEMA_KEYS = ("personal_interest", "maintaining_norms", "postconventional")
 
 
@@ -222,47 +235,37 @@ def _pick_ratings(agent: Any, pending: Sequence[_Pending]) -> list[Turn]:
         loglik = [flat[at + j * len(RATINGS) : at + (j + 1) * len(RATINGS)] for j in range(size)]
         at += size * len(RATINGS)
         picked = [RATINGS[_argmax(v)] for v in loglik]
+        probs = [rating_probabilities(v) for v in loglik]
+        expected = [expected_rating(p) for p in probs]
         text = ", ".join(f"{n}: {r}" for n, r in enumerate(picked, 1))
-        meta = {"step": "ratings", "loglik": loglik, "picked": picked}
+        meta = {
+            "step": "ratings",
+            "loglik": loglik,
+            "p": probs,
+            "expected": expected,
+            "picked": picked,
+        }
         turns.append(Turn("bot", text, meta))
     return turns
 
 
 def _pick_rankings(agent: Any, pending: Sequence[_Pending]) -> list[Turn]:
-    places = len(POINTS)
-    ranked: list[list[int]] = [[] for _ in pending]
-    candidates: list[list[list[int]]] = [[] for _ in pending]
-    loglik: list[list[list[float]]] = [[] for _ in pending]
-    for place in range(places):
-        close = "," if place < places - 1 else "."
-        rounds = []
-        for i, item in enumerate(pending):
-            shown = range(1, len(item.presentation.statement_order) + 1)
-            rounds.append([n for n in shown if n not in ranked[i]])
-        prefixes = ["".join(f"{n}, " for n in r) for r in ranked]
-        flat = _score(
-            agent,
-            [
-                (item.dialogue.turns, f"{prefix}{n}{close}")
-                for item, prefix, left in zip(pending, prefixes, rounds, strict=True)
-                for n in left
-            ],
+    """The four statements the bot rated most important (by expected rating), no new scoring."""
+    turns = []
+    for item in pending:
+        ratings = next(
+            t.meta
+            for t in item.dialogue.turns
+            if t.role == "bot" and t.meta.get("step") == "ratings"
         )
-        at = 0
-        for i, left in enumerate(rounds):
-            values = flat[at : at + len(left)]
-            at += len(left)
-            ranked[i].append(left[_argmax(values)])
-            candidates[i].append(left)
-            loglik[i].append(values)
-    return [
-        Turn(
-            "bot",
-            ", ".join(map(str, r)) + ".",
-            {"step": "ranking", "candidates": c, "loglik": v, "picked": r},
+        originals = item.presentation.statement_order
+        ranked = rank_by_expected(
+            ratings["expected"], [f"{item.dilemma.id}/{i}" for i in originals]
         )
-        for r, c, v in zip(ranked, candidates, loglik, strict=True)
-    ]
+        picked = [n + 1 for n in ranked[: len(POINTS)]]
+        meta = {"step": "ranking", "from": "expected ratings", "picked": picked}
+        turns.append(Turn("bot", ", ".join(map(str, picked)) + ".", meta))
+    return turns
 
 
 def _check_readback(item: _Pending) -> None:
@@ -327,7 +330,43 @@ def _mode_section(dialogues: Sequence[Dialogue], by_id: dict[str, Dilemma], mode
         kind: v["valid"] / len(responses) for kind, v in scores["validity"].items()
     }
     section["orders_per_dilemma"] = dict(sorted(Counter(d.scenario_id for d in dialogues).items()))
+    reliable = position_reliable(
+        scores["positional_bias"], scores["positional_chance"], scores["n_valid_rankings"]
+    )
+    section["position_reliable"] = reliable
+    if reliable is False:
+        section["unreliable"] = (
+            f"rankings favour the statements shown first: positional bias "
+            f"{100 * scores['positional_bias']:.0f}% against "
+            f"{100 * scores['positional_chance']:.0f}% by chance, so the P-score reflects "
+            "presentation order more than the bot"
+        )
+    if mode == "likelihood":
+        averaged = order_averaged_p(_expected_ratings(dialogues), by_id.values())
+        if averaged is not None:
+            section["order_averaged"] = averaged
     return section
+
+
+def _expected_ratings(dialogues: Sequence[Dialogue]) -> list[tuple[str, list[float]]]:
+    """(dilemma, E[r] per ORIGINAL statement) for every likelihood record that has them (older
+    records, written before expected ratings were kept, are skipped)."""
+    out = []
+    for d in dialogues:
+        ratings = next(
+            (t.meta for t in d.turns if t.role == "bot" and t.meta.get("step") == "ratings"), None
+        )
+        shown = ratings.get("expected") if ratings else None
+        if not isinstance(shown, list):
+            continue
+        presentation = _presentation(d)
+        if len(shown) != len(presentation.statement_order):
+            raise RecordError(f"dialogue {d.id}: meta field 'expected' has the wrong length")
+        original = [0.0] * len(shown)
+        for position, index in enumerate(presentation.statement_order):
+            original[index] = float(shown[position])
+        out.append((d.scenario_id, original))
+    return out
 
 
 def dit_section(

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,20 +111,26 @@ def test_likelihood_mode_needs_a_likelihood_agent(tmp_path: Path, dilemmas) -> N
 
 # ------------------------------------------------------------------ likelihood picks
 
-STAGE_TARGET = {"2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "M": 1}
 PREFERRED = (3, 1, 2, 4)  # original indices; in dit-fathers-promise: stages 4, 5, 2, 6
+TARGETS = {3: 4.9, 1: 4.6, 2: 4.3, 4: 4.0}
+"""The rating each preferred statement is centred on; every other statement i sits at 1 + 0.1 i."""
+
+
+def target(index: int) -> float:
+    return TARGETS.get(index, 1.0 + 0.1 * index)
 
 
 class ScriptedScorer:
     """Hand-chosen log-probabilities that depend on CONTENT, not display position.
 
     It reads the numbered statement list in the last user turn to know which statement each
-    display number shows, so any presentation must come back to the same answers.
+    display number shows, so any presentation must come back to the same answers. A rating
+    r of statement i scores -(r - target(i))^2 minus a display-position term that is the same
+    for all five ratings (so it must cancel).
     """
 
     def __init__(self, dilemma: Dilemma) -> None:
         self.info = AgentInfo(model="scripted")
-        self.stage = {s.text: s.stage for s in dilemma.statements}
         self.index = {s.text: i for i, s in enumerate(dilemma.statements)}
         self.calls = 0
 
@@ -139,21 +146,17 @@ class ScriptedScorer:
         shown = dict(re.findall(r"^(\d+)\. (.+)$", h[-1].text, re.M))
         if step == "decision":
             return 0.0 if "Can't decide" in continuation else -1.0
-        if step == "ratings":
-            n, r = map(int, re.fullmatch(r"(\d+): (\d)", continuation).groups())  # type: ignore[union-attr]
-            return -abs(r - STAGE_TARGET[self.stage[shown[str(n)]]]) - 0.1 * n
-        numbers = re.findall(r"\d+", continuation)
-        index = self.index[shown[numbers[-1]]]
-        own = -0.1 * PREFERRED.index(index) if index in PREFERRED else -5.0 - 0.01 * index
-        return own - 2.0 * (len(numbers) - 1)  # a shared prefix cost that must not matter
+        assert step == "ratings", "likelihood rankings come from the ratings, not new scoring"
+        n, r = map(int, re.fullmatch(r"(\d+): (\d)", continuation).groups())  # type: ignore[union-attr]
+        return -((r - target(self.index[shown[str(n)]])) ** 2) - 0.5 * n
 
 
-def test_likelihood_mode_scores_hand_computed_p(tmp_path: Path, dilemmas) -> None:
+def test_likelihood_mode_ranks_by_expected_rating(tmp_path: Path, dilemmas) -> None:
     dilemma = dilemmas[0]
     assert [dilemma.statements[i].stage for i in PREFERRED] == ["4", "5", "2", "6"]
     agent = ScriptedScorer(dilemma)
     assert run(tmp_path, [dilemma], agent, mode="likelihood", orders=3, seed=1) == 3
-    assert agent.calls == 6  # decision, ratings, then four ranking places; all batched
+    assert agent.calls == 2  # decision, ratings; each batched over the three dialogues
     dialogues = read_dialogues(tmp_path / "d.jsonl")
     section = dit_section(dialogues, dilemmas, mode="likelihood")
     assert section is not None and section["mode"] == "likelihood"
@@ -163,19 +166,23 @@ def test_likelihood_mode_scores_hand_computed_p(tmp_path: Path, dilemmas) -> Non
     assert section["stage_scores"] == pytest.approx(
         {"2": 20.0, "3": 0.0, "4": 40.0, "5": 30.0, "6": 10.0, "M": 0.0}
     )
-    assert section["schema"]["personal_interest"] == pytest.approx(20.0)
+    assert section["order_averaged"]["p_score"] == pytest.approx(40.0)
     assert section["cant_decide_rate"] == 1.0
-    assert section["mean_rating_by_stage"] == {s: float(t) for s, t in STAGE_TARGET.items()}
     assert section["valid_share"] == {"decision": 1.0, "rating": 1.0, "ranking": 1.0}
     d = dialogues[0]
-    ranking = d.turns[-1]
-    assert [len(c) for c in ranking.meta["candidates"]] == [12, 11, 10, 9]
     order = d.meta["presentation"]["statement_order"]
+    ratings, ranking = d.turns[3].meta, d.turns[-1]
     assert ranking.meta["picked"] == [order.index(i) + 1 for i in PREFERRED]
     assert ranking.text == ", ".join(map(str, ranking.meta["picked"])) + "."
-    assert d.turns[3].meta["picked"] == [
-        STAGE_TARGET[dilemma.statements[i].stage] for i in order
-    ]  # ratings in display order
+    # the mode of -(r - t)^2 is the nearest rating (a tie at .5 goes to the lower one)
+    assert ratings["picked"] == [min(range(1, 6), key=lambda r: abs(r - target(i))) for i in order]
+    # t = 4.0: P(r) proportional to e^-9, e^-4, e^-1, 1, e^-1
+    w = [math.exp(-9), math.exp(-4), math.exp(-1), 1.0, math.exp(-1)]
+    at = order.index(4)
+    assert ratings["p"][at] == pytest.approx([v / sum(w) for v in w])
+    assert ratings["expected"][at] == pytest.approx(
+        sum(r * v for r, v in zip(range(1, 6), w, strict=True)) / sum(w)
+    )
 
 
 def test_likelihood_looks_past_a_response_cache(tmp_path: Path, dilemmas) -> None:
@@ -184,7 +191,7 @@ def test_likelihood_looks_past_a_response_cache(tmp_path: Path, dilemmas) -> Non
     scorer = ScriptedScorer(dilemmas[0])
     cached = CachedAgent(scorer, ResponseCache(tmp_path / "cache.sqlite"), "scripted")
     assert run(tmp_path, dilemmas[:1], cached, mode="likelihood", orders=1) == 1
-    assert scorer.calls == 6
+    assert scorer.calls == 2
 
 
 def test_both_modes_are_reported_apart(tmp_path: Path, dilemmas) -> None:

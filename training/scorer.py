@@ -43,6 +43,13 @@ class ScorerTrainingConfig:
             "help": "Keep the word-embedding matrix fixed (half of MiniLM's weights; faster)."
         },
     )
+    frozen_layers: int = field(
+        default=0,
+        metadata={
+            "help": "Lowest encoder layers kept fixed: back-propagation stops above them, so a "
+            "step costs less on CPU while the upper layers still adapt."
+        },
+    )
     length_buckets: bool = field(
         default=True,
         metadata={"help": "Batch examples of similar length together (less padding, same data)."},
@@ -119,6 +126,19 @@ def _epoch_batches(
     batches = _batches(grouped, size)
     rng.shuffle(batches)
     return batches
+
+
+def _freeze(model: Any, cfg: ScorerTrainingConfig) -> None:
+    """Fix the embeddings and/or the lowest layers; with no trainable weight below them,
+    autograd never goes down there."""
+    if cfg.freeze_embeddings:
+        model.get_input_embeddings().weight.requires_grad_(False)
+    if cfg.frozen_layers:
+        for param in model.base_model.embeddings.parameters():
+            param.requires_grad_(False)
+    for layer in model.base_model.encoder.layer[: cfg.frozen_layers]:
+        for param in layer.parameters():
+            param.requires_grad_(False)
 
 
 def _encode(tokenizer: Any, batch: Sequence[AgreementExample], max_length: int) -> Any:
@@ -204,8 +224,7 @@ def train_agreement_classifier(
         use_safetensors=True,
     )
     label_index = {v: k for k, v in id2label.items()}
-    if cfg.freeze_embeddings:
-        model.get_input_embeddings().weight.requires_grad_(False)
+    _freeze(model, cfg)
     steps_per_epoch = (len(train) + cfg.batch_size - 1) // cfg.batch_size
     total_steps = steps_per_epoch * cfg.epochs
     no_decay = ("bias", "LayerNorm.weight")
