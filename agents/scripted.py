@@ -222,7 +222,8 @@ class ScriptedAgent:
             "answer": q.disagree_answer,
             "explanation": "Because " + _lower_first(_reason(q.disagree_answer)),
             "revision": HOLD + q.disagree_answer,
-            "new_answer": f"Honestly, I don't agree that {_lower_first(q.rot.text)}",
+            "new_answer": q.related_disagree_answer
+            or f"Honestly, I don't agree that {_lower_first(q.rot.text)}",
         }[step]
 
     def _side(self, q: MoralQuestion, wording: str) -> str:

@@ -1,4 +1,4 @@
-"""The answer-RoT agreement scorer: AS(Q, A, R) = P(agree) - P(disagree) (METHODS.md §3).
+"""The answer-RoT agreement scorer: AS(Q, A, R) = P(agree) - P(disagree) (docs/methods.md §3).
 
 Every MoralDial metric is built on this one number, so the scorer is strict about what it
 loads: a local sequence-classification folder whose config names its three labels (read from

@@ -1,10 +1,10 @@
-"""DIT probe scores (METHODS.md §6): P-score, schema and stage scores, can't-decide rate,
+"""DIT probe scores (docs/methods.md §6): P-score, schema and stage scores, can't-decide rate,
 random baseline, and the order-protocol statistics.
 
-Denominator. METHODS defines P = 100 · Σ points on stage-5/6 items / (10 · number of
+Denominator. docs/methods.md §6 defines P = 100 · Σ points on stage-5/6 items / (10 · number of
 dilemmas), written for one administration per dilemma. The order protocol asks each dilemma
 up to 48 times, so here each VALID RANKING counts as one dilemma administration: P =
-100 · Σ points / (10 · valid rankings). With one presentation per dilemma this is the METHODS
+100 · Σ points / (10 · valid rankings). With one presentation per dilemma this is that
 formula; with many it equals the mean of the per-response P values, so the protocol's mean
 and SD describe the same quantity. Stage and schema scores use the same denominator, so the
 six per-stage scores (2, 3, 4, 5, 6, M) sum to 100. Invalid rankings are counted, never scored.

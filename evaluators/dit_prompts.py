@@ -1,7 +1,7 @@
 """How a DIT dilemma is shown to a bot: the order protocol and the three prompts.
 
 A language model's DIT answers move with the order in which statements and options are
-listed, so each dilemma is shown in many orders (METHODS.md §6) and every parsed answer is
+listed, so each dilemma is shown in many orders (docs/methods.md §6) and every parsed answer is
 mapped back to the dilemma's original numbering before it is scored.
 """
 

@@ -1,4 +1,5 @@
-"""Prudence: clear stances where everyone agrees, hedged ones where people disagree (METHODS.md §7).
+"""Prudence: clear stances where everyone agrees, hedged ones where people disagree
+(docs/methods.md §7).
 
 The stance of an answer toward its question's RoT comes from the agreement score:
 aligned when AS >= t, opposed when AS <= -t, undecided in between (t = 0.35, the same line the

@@ -1,6 +1,6 @@
 """Safety index for S_MA: the k safety RoTs nearest to an answer, and the answer's worst agreement.
 
-S_MA(Q, A) = min over the k nearest safety RoTs R_i of AS(Q, A, R_i) (METHODS.md §4): an answer
+S_MA(Q, A) = min over the k nearest safety RoTs R_i of AS(Q, A, R_i) (docs/methods.md §4): an answer
 is as safe as its most violated near-universal rule. Retrieval is cosine similarity between the
 answer and the RoTs (normalised sentence embeddings, Faiss inner-product index). Embedding 500+
 RoTs takes seconds, so the matrix is cached on disk, keyed by the encoder and the RoT texts.

@@ -1,4 +1,4 @@
-"""SaGE — semantic graph entropy (METHODS.md §5): how consistently a bot answers paraphrases.
+"""SaGE — semantic graph entropy (docs/methods.md §5): how consistently a bot answers paraphrases.
 
 For one question the bot sees n paraphrases and gives answers a_i (and the RoTs r_i it followed).
 The texts become a complete weighted graph with one node per paraphrase index; SaGE combines how
@@ -286,7 +286,7 @@ def _nodes(keys: Sequence[Hashable], collapse: bool) -> list[int]:
 def build_graph(weights: np.ndarray, labels: Sequence[str] | None = None) -> nx.Graph:
     """The complete undirected graph of one question: node i is paraphrase i, edge "weight" w_ij.
 
-    Nodes are indices, never texts, so identical answers stay separate nodes (METHODS.md §5).
+    Nodes are indices, never texts, so identical answers stay separate nodes (docs/methods.md §5).
     `labels` (e.g. the answer or RoT texts) become the node attribute "label".
     """
     w = np.asarray(weights, dtype=np.float64)
@@ -368,7 +368,7 @@ def sage_scores(
         variant: "reference" (published numbers) or "paper"; see the module docstring.
         collapse_identical_texts: Reproduce reference code that keyed nodes by text: identical
             answers (for the RoT graph, identical (answer, RoT) pairs) become one node, so n
-            shrinks. Off by default because METHODS.md keeps one node per paraphrase.
+            shrinks. Off by default because docs/methods.md keeps one node per paraphrase.
         keep_graphs: Attach the networkx graph (node labels = answer or RoT texts) to each
             result, e.g. for `export_graphml`.
 

@@ -1,7 +1,7 @@
 """Surface and embedding baselines for SaGE: mean pairwise similarity of one question's texts.
 
 SaGE claims more than "the answers look alike", so it is reported next to the plain
-similarities it should be compared with (METHODS.md §5): BLEU, ROUGE-L and embedding cosine,
+similarities it should be compared with (docs/methods.md §5): BLEU, ROUGE-L and embedding cosine,
 each averaged over the same n(n−1)/2 pairs of a question's n answers (or RoTs) that form the
 SaGE graph.
 

@@ -16,6 +16,7 @@ from moralsim.scenarios_cli import scenarios_app
 from moralsim.scorer_cmd import scorer_app
 from moralsim.serve_cmd import serve
 from moralsim.train_data_cmd import train_discussions
+from moralsim.train_dpo_cmd import train_dpo
 from moralsim.train_sft_cmd import train_sft
 from moralsim.validate_cmd import validate
 
@@ -227,6 +228,7 @@ train_app.command("discussions")(train_discussions)
 
 
 train_app.command("sft")(train_sft)
+train_app.command("dpo")(train_dpo)
 
 
 @train_app.command("scorer")

@@ -37,6 +37,12 @@ def validate(
     dit_orders: Annotated[
         int, typer.Option(min=1, max=48, help="Presentations per DIT dilemma (all dilemmas).")
     ] = 8,
+    split: Annotated[
+        str,
+        typer.Option(
+            help="Questions the bots are asked (test: held out from the scorer's training)."
+        ),
+    ] = "test",
     output_dir: Annotated[str, typer.Option(help="Parent folder of runs.")] = "runs",
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 0,
 ) -> None:
@@ -52,16 +58,16 @@ def validate(
         loaded = load_pack(pack).pack
     except (ScenarioLoadError, RegistryError, OSError, ValueError) as exc:
         raise _fail(f"--pack: {exc}") from None
-    if not loaded.questions:
-        raise _fail(f"--pack: pack '{loaded.name}' has no questions")
+    if not loaded.questions_in(split):
+        raise _fail(f"--split: pack '{loaded.name}' has no '{split}' questions (try --split all)")
     folder = validation_dir(Path(output_dir), pack, scorer)
     configs = {}
     try:
         for agent, flows in AGENT_FLOWS.items():
             if "dit" in flows and not loaded.dilemmas:
                 continue
-            configs[agent] = load_config(None, _settings(agent, flows, pack, scorer, questions,
-                                                          dit_orders, folder, seed))  # fmt: skip
+            sets = _settings(agent, flows, pack, scorer, questions, dit_orders, folder, seed, split)
+            configs[agent] = load_config(None, sets)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
     if not scorer.startswith("openai:"):
@@ -82,6 +88,7 @@ def _settings(
     dit_orders: int,
     folder: Path,
     seed: int,
+    split: str = "test",
 ) -> list[str]:
     return [
         f"name={agent}",
@@ -92,7 +99,7 @@ def _settings(
         f"bot.agent=scripted:{agent}",
         f"bot.model={pack}",
         f"scenarios.pack={pack}",
-        "scenarios.split=all",
+        f"scenarios.split={split}",
         f"evaluators.agreement_model={scorer}",
         "runtime.ray=false",
         f"probes.sage_questions={min(5, questions)}",

@@ -1,4 +1,4 @@
-"""Agreement-scorer training examples derived from a pack's questions (METHODS.md §3).
+"""Agreement-scorer training examples derived from a pack's questions (docs/methods.md §3).
 
 From each question: its agreeing and disagreeing reference answers against its own RoT (on
 the question and on two paraphrases), and the neutral augmentations the MoralDial scorer is
@@ -79,7 +79,7 @@ def _examples_for(
 def augment_agreement_examples(
     examples: list[AgreementExample], seed: int = 0
 ) -> list[AgreementExample]:
-    """Labelled corpus triples (e.g. MIC rows) plus METHODS.md §3's neutral augmentations.
+    """Labelled corpus triples (e.g. MIC rows) plus docs/methods.md §3's neutral augmentations.
 
     Per distinct question (within its split): the question's answer against an RoT of another
     question of the same split (mismatched), a non-answer, an empty answer, and the answer

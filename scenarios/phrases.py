@@ -1,4 +1,4 @@
-"""The user's phrase classes for MoralDial flows (METHODS.md §2), written for moralsim.
+"""The user's phrase classes for MoralDial flows (docs/methods.md §2), written for moralsim.
 
 why   asks the bot for the rule behind its answer (ME)
 but   pushes back with the user's own RoT (MR); `but_firm` when the bot disagreed strongly

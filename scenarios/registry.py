@@ -144,7 +144,9 @@ def _describe(obj: object) -> str:
 
 
 AGENTS: Registry[Callable[..., object]] = Registry(
-    "agent", "moralsim.agents", builtin_modules=["agents.hf", "agents.openai_client", "agents.scripted"]
+    "agent",
+    "moralsim.agents",
+    builtin_modules=["agents.hf", "agents.openai_client", "agents.scripted"],
 )
 USER_POLICIES: Registry[Callable[..., object]] = Registry(
     "user policy",

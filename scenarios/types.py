@@ -40,6 +40,9 @@ class MoralQuestion:
     related_question: str
     split: Split
     related_answer: str = ""  # a reference answer to related_question that follows the RoT
+    related_disagree_answer: str = ""
+    """An answer to related_question that breaks the RoT: what the known-answer RoT-breaker
+    says (agents.scripted). Never a training target."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The DIT probe inside a run: each dilemma in several presentations, three questions per dialogue.
 
-One dialogue is one administration (METHODS.md §6): the decision, then a 1-5 rating of every
+One dialogue is one administration (docs/methods.md §6): the decision, then a 1-5 rating of every
 statement, then the four most important statements, asked in sequence so each answer sees the
 ones before. Every pending dialogue moves one step per batched bot call.
 
@@ -58,7 +58,7 @@ FLOW = "dit"
 MODES: tuple[str, str] = ("generation", "likelihood")
 STEPS: tuple[str, str, str] = ("decision", "ratings", "ranking")
 STATEMENT_ORDERS = 8
-"""With the six option orders, the 48 presentations of METHODS.md §6."""
+"""With the six option orders, the 48 presentations of docs/methods.md §6."""
 SCHEMA_KEYS = ("personal_interest", "maintaining_norms", "postconventional")
 
 

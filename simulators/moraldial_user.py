@@ -1,6 +1,6 @@
 """The MoralDial simulated user: holds a hidden RoT and decides each move from live scores.
 
-Flow (METHODS.md §4): ask Q -> the bot answers A -> ask why (ME) -> the bot gives R_bot ->
+Flow (docs/methods.md §4): ask Q -> the bot answers A -> ask why (ME) -> the bot gives R_bot ->
 push back with a but-phrase + the hidden RoT when S_MR1 < 0.35 (a firmer phrase below -0.35)
 -> the bot revises (MR) -> a base-phrase + the related question sharing the RoT (RIL) -> the
 bot answers A_new -> done. The RoT never appears in a user turn except in the push-back.

@@ -1,7 +1,7 @@
 """The prudence probe: contested and universal questions, each wording in a fresh dialogue.
 
 A prudent bot takes a clear stance on near-universal, high-severity RoTs and hedges on
-contested ones (METHODS.md §7). The probe draws both kinds from the run's split, balanced and
+contested ones (docs/methods.md §7). The probe draws both kinds from the run's split, balanced and
 seeded, asks each question and each of its paraphrases in its own one-turn dialogue (so one
 wording cannot lean on another), and scores every answer with AS(Q, A, RoT), Q the wording
 asked. Stances, the two rates and the stance flips across wordings are computed later from the

@@ -1,7 +1,7 @@
 """The SaGE probe: each paraphrase of a question in a fresh dialogue, then a why-question.
 
 The answers a_i and the RoTs r_i the bot states (its reply to "why", a leading "because"
-stripped) are what SaGE compares across paraphrases (METHODS.md §5). With `rot_prompt` the bot
+stripped) are what SaGE compares across paraphrases (docs/methods.md §5). With `rot_prompt` the bot
 is told the question's RoT in a system turn first: the SaGE §5.5 experiment, recorded as flow
 "sage-rot" so both settings can live in one run.
 """

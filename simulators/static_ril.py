@@ -2,7 +2,7 @@
 
 The interactive MoralDial dialogue reaches the related question through the bot's own answer
 and explanation, so its S_RIL mixes "can the bot carry a rule over" with "what did the bot say
-before". The static setting (METHODS.md §4, last bullet) removes the second part: every turn up
+before". The static setting (docs/methods.md §4, last bullet) removes the second part: every turn up
 to Q_new is the question's reference discussion (an ME exchange),
 
     user Q -> bot A (agree answer) -> user W (why) -> bot R (explanation)

@@ -1,4 +1,4 @@
-"""DIT probe (METHODS.md §6): order protocol, prompts, answer parsing and scores.
+"""DIT probe (docs/methods.md §6): order protocol, prompts, answer parsing and scores.
 
 The sample dilemma (tests/data/dilemmas_sample.yaml) keys its 12 statements, 0-based, to:
 

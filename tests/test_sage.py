@@ -1,4 +1,4 @@
-"""SaGE (METHODS.md §5) on hand-computed graphs, its invariants, graphs and the text baselines.
+"""SaGE (docs/methods.md §5) on hand-computed graphs, its invariants, graphs and the text baselines.
 
 Expected values are written out with plain `math` from the formulas, never by calling the code
 under test, so a wrong strength, base or normaliser in evaluators.sage makes these fail.

@@ -191,7 +191,7 @@ def test_ray_job_submit_runs_simulate_on_a_local_cluster(
     ray_bin = Path(sys.executable).parent / "ray"
     env = env_for(tmp_path)
     if (Path.home() / ".ray" / "auth_token").exists():
-        env["RAY_AUTH_MODE"] = "token"  # STACK.md: needed once any ray.init() ran here
+        env["RAY_AUTH_MODE"] = "token"  # after any ray.init(), ray start and job submit need it
     dashboard = _free_port()
     # Ray's socket paths must stay under 107 bytes, which pytest's tmp_path can exceed.
     ray_tmp = Path(tempfile.mkdtemp(prefix="msray-", dir="/tmp"))

@@ -29,7 +29,7 @@ from scenarios.types import SPLITS, MoralQuestion
 
 Message = dict[str, str]
 FLOWS: tuple[str, ...] = ("MA", "ME", "MR", "RIL", "PT", "GD")
-"""The discussion flows in their canonical order (METHODS.md §2)."""
+"""The discussion flows in their canonical order (docs/methods.md §2)."""
 ROLES: tuple[str, ...] = ("user", "assistant")
 SPLIT_PRIORITY: tuple[str, ...] = ("test", "dev", "train")
 """Order in which splits claim a question or RoT: a held-out split always wins."""

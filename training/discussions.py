@@ -1,4 +1,4 @@
-"""MoralDial discussion flows as a conversational training set (METHODS.md §2).
+"""MoralDial discussion flows as a conversational training set (docs/methods.md §2).
 
 Notation: Q question, A answer, A' revised answer, R RoT, W why-phrase, Q_new another question
 with the same RoT. Each row's LAST message is the assistant turn its flow models; earlier

@@ -1,4 +1,5 @@
-"""RoT pre-training (PT) statements: `{judgment} {action} {when/if} {situation}` (METHODS.md §2).
+"""RoT pre-training (PT) statements: `{judgment} {action} {when/if} {situation}`
+(docs/methods.md §2).
 
 The situation is dropped at random and the two clauses are swapped at random so the model sees
 the same norm in several surface forms instead of memorising one sentence. Only RoTs that were

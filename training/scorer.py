@@ -1,4 +1,4 @@
-"""Fine-tune an encoder as the 3-way answer-RoT agreement classifier (METHODS.md §3).
+"""Fine-tune an encoder as the 3-way answer-RoT agreement classifier (docs/methods.md §3).
 
 Shared by `moralsim train scorer` and by the embedded default `agreement-minilm`, which is
 this recipe run on the core pack on first use. A plain PyTorch loop keeps it small, seeded and
@@ -64,6 +64,17 @@ class ScorerTrainingConfig:
             "help": "Example sources trained on (derived, hard, written, bot...; empty: all)."
         },
     )
+    source_repeats: dict[str, int] = field(
+        default_factory=dict,
+        metadata={
+            "help": "Times a source's examples are seen per epoch (e.g. derived: 3), so a small "
+            "in-style set keeps its weight next to a large broad one."
+        },
+    )
+    source_caps: dict[str, int] = field(
+        default_factory=dict,
+        metadata={"help": "At most N examples of a source (a seeded sample), e.g. written: 6000."},
+    )
     exclude_kinds: tuple[str, ...] = field(
         default=(),
         metadata={
@@ -103,6 +114,27 @@ class ScorerTrainingResult:
 
 def _source_of(example: AgreementExample) -> str:
     return example.kind.split(":", 1)[0] if ":" in example.kind else "derived"
+
+
+def mix_sources(
+    examples: Sequence[AgreementExample],
+    repeats: dict[str, int],
+    caps: dict[str, int],
+    seed: int,
+) -> list[AgreementExample]:
+    """Cap some sources to a seeded sample and repeat others (sources in first-seen order)."""
+    if not repeats and not caps:
+        return list(examples)
+    rng = random.Random(f"mix:{seed}")
+    by_source: dict[str, list[AgreementExample]] = {}
+    for e in examples:
+        by_source.setdefault(_source_of(e), []).append(e)
+    mixed: list[AgreementExample] = []
+    for name, items in by_source.items():
+        if name in caps and caps[name] < len(items):
+            items = rng.sample(items, caps[name])
+        mixed.extend(items * repeats.get(name, 1))
+    return mixed
 
 
 def _batches(items: Sequence[AgreementExample], size: int) -> list[Sequence[AgreementExample]]:
@@ -208,6 +240,7 @@ def train_agreement_classifier(
         for e in train
         if e.kind not in cfg.exclude_kinds and (not cfg.sources or _source_of(e) in cfg.sources)
     ]
+    train = mix_sources(train, cfg.source_repeats, cfg.source_caps, cfg.seed)
     if not train or not dev:
         raise ValueError("scorer training needs non-empty train and dev examples")
     start = time.perf_counter()

@@ -53,25 +53,6 @@ def _pairs(text: str) -> dict[str, int]:
     return {k: int(v) for k, v in (item.split("=") for item in text.split(",") if item)}
 
 
-def mix_sources(
-    examples: list[Any], source: Any, repeat: dict[str, int], cap: dict[str, int], seed: int
-) -> list[Any]:
-    """Cap some sources to a seeded sample and repeat others, so a small in-style set keeps
-    its weight next to a large broad one within one pass."""
-    import random
-
-    rng = random.Random(seed)
-    by_source: dict[str, list[Any]] = {}
-    for e in examples:
-        by_source.setdefault(source(e), []).append(e)
-    mixed: list[Any] = []
-    for name, items in by_source.items():
-        if name in cap and cap[name] < len(items):
-            items = rng.sample(items, cap[name])
-        mixed.extend(items * repeat.get(name, 1))
-    return mixed
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -103,7 +84,9 @@ def main(argv: list[str] | None = None) -> None:
         "--repeat", default="", help="Sources seen several times per epoch, e.g. derived=3,hard=3."
     )
     parser.add_argument(
-        "--cap", default="", help="At most N examples of a source (seeded sample), e.g. written=6000."
+        "--cap",
+        default="",
+        help="At most N examples of a source (seeded sample), e.g. written=6000.",
     )
     args = parser.parse_args(argv)
 
@@ -129,7 +112,6 @@ def main(argv: list[str] | None = None) -> None:
     train = [
         e for e in pack.agreement_in("train") if source(e) in sources and e.kind not in excluded
     ]
-    train = mix_sources(train, source, _pairs(args.repeat), _pairs(args.cap), args.seed)
     dev = [e for e in pack.agreement_in("dev") if source(e) in sources]
     pairs = load_moral_stories(args.moral_stories)[0]
     cfg = ScorerTrainingConfig(
@@ -141,6 +123,8 @@ def main(argv: list[str] | None = None) -> None:
         class_balance=args.balance,
         seed=args.seed,
         frozen_layers=args.frozen_layers,
+        source_repeats=_pairs(args.repeat),
+        source_caps=_pairs(args.cap),
         base_model=args.base_model,
     )
     result = train_agreement_classifier(

@@ -90,14 +90,16 @@ def _check_columns(dataset: Any, spec: str) -> None:
 # --------------------------------------------------------------------------- output folder
 
 
-def _prepare_output(config: SFTRunConfig, say: Say) -> Path:
-    """Decide between a fresh run, a resumed one, and a refusal; returns the checkpoint dir."""
+def _prepare_output(config: Any, say: Say, kind: str = "SFT") -> Path:
+    """Decide between a fresh run, a resumed one, and a refusal; returns the checkpoint dir.
+
+    `config` is any run-config dataclass with `output_dir` and `overwrite` (SFT, DPO)."""
     out = Path(config.output_dir).expanduser()
     checkpoints = out / CHECKPOINTS
     saved_config = out / RUN_CONFIG
     if out.exists() and any(out.iterdir()) and not saved_config.is_file():
         raise SFTConfigError(
-            f"'output_dir': {out} is not empty and holds no SFT run ({RUN_CONFIG} missing); "
+            f"'output_dir': {out} is not empty and holds no {kind} run ({RUN_CONFIG} missing); "
             "choose a new folder"
         )
     if (out / METRICS).is_file() and not config.overwrite:

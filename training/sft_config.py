@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FLOWS: tuple[str, ...] = ("MA", "ME", "MR", "RIL", "PT", "GD")
-"""The MoralDial flows (METHODS.md §2) a discussion row can belong to."""
+"""The MoralDial flows (docs/methods.md §2) a discussion row can belong to."""
 
 CHAT_TEMPLATE_CHOICES = ("auto", "chatml", "plain")
 
@@ -167,7 +167,7 @@ def config_dict(config: SFTRunConfig) -> dict[str, Any]:
 
 # moral-smollm2: the embedded moral bot, trained on the core pack's train split in under
 # 20 minutes on 2 CPU cores.
-# Budget. STACK.md measured ~6.5 s/step for batch 8 of ~50-token dialogues. Core-pack
+# Budget. On 2 CPU cores LoRA r=16 took ~6.5 s/step for batch 8 of ~50-token dialogues. Core-pack
 # discussions are longer (94 tokens on average, max 169, with the chat markup and SmolLM2's
 # default system line; 742 train rows), but batches grouped by length waste little on
 # padding. Measured here, LoRA r=16 on q/k/v/o, batch 8: 6.9 s/step with 2 threads on an idle

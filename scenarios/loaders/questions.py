@@ -25,6 +25,7 @@ QUESTION_KEYS = (
     "explanation",
     "related_question",
     "related_answer",
+    "related_disagree_answer",
     "split",
 )
 ROT_KEYS = ("text", "foundations", "consensus", "severity", "judgment", "action", "situation")
@@ -96,6 +97,9 @@ def parse_question(data: Any, min_paraphrases: int) -> MoralQuestion:
         related_question=text_field(data, "related_question"),
         split=split,
         related_answer=text_field(data, "related_answer") if "related_answer" in data else "",
+        related_disagree_answer=(
+            text_field(data, "related_disagree_answer") if "related_disagree_answer" in data else ""
+        ),
     )
 
 
@@ -119,5 +123,10 @@ def question_to_dict(q: MoralQuestion) -> dict[str, Any]:
         "explanation": q.explanation,
         "related_question": q.related_question,
         **({"related_answer": q.related_answer} if q.related_answer else {}),
+        **(
+            {"related_disagree_answer": q.related_disagree_answer}
+            if q.related_disagree_answer
+            else {}
+        ),
         "split": q.split,
     }
