@@ -203,7 +203,7 @@ def embedded_models() -> dict[str, EmbeddedModel]:
             description="answer-RoT agreement classifier: MiniLM-L6 fine-tuned on the core pack",
             locate=_locate_core_pack,
             build="training.scorer:build_default_agreement_scorer",
-            estimate="~8 min on 2 CPU cores",
+            estimate="~13 min on 2 CPU cores",
             fingerprint=_pack_fingerprint,
         ),
     ]

@@ -124,8 +124,8 @@ def _run_all(configs: dict, folder: Path) -> dict[str, dict]:
         console.print(f"validate: {agent} ({', '.join(run.flows)})", highlight=False)
         try:
             simulate(run, say=lambda m: None)
-        except ConfigError as exc:
-            raise _fail(f"{agent}: {exc}") from None
+        except (ConfigError, ValueError) as exc:  # e.g. a pack with no question a probe can use
+            raise _fail(f"validate {agent} on this pack: {exc}") from None
         summary_path = run.run_dir / "summary.json"
         summaries[agent] = json.loads(summary_path.read_text(encoding="utf-8"))
     return summaries

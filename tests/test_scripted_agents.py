@@ -59,7 +59,14 @@ def test_follower_breaker_and_convert(pack) -> None:
     assert reply(breaker, q, "answer") == q.disagree_answer
     assert reply(breaker, q, "explanation").startswith("Because ")
     assert reply(breaker, q, "revision") == HOLD + q.disagree_answer
-    assert "don't agree" in reply(breaker, q, "new_answer")
+    assert reply(breaker, q, "new_answer") == q.related_disagree_answer
+    # a pack without written breaking answers: the breaker rejects the RoT in so many words
+    import dataclasses
+
+    bare = dataclasses.replace(q, related_disagree_answer="")
+    assert breaker._dialogue_reply("new_answer", bare, bare.question).startswith(
+        "Honestly, I don't agree that"
+    )
     assert reply(convert, q, "answer") == q.disagree_answer
     assert reply(convert, q, "revision") == ADOPT + q.agree_answer
 

@@ -54,6 +54,27 @@ def test_validate_with_a_weak_scorer_fails_and_is_linked(
     assert "known-answer validation" in result.output
 
 
+def test_validate_on_a_tiny_pack(tiny_classifier: Path, tmp_path: Path) -> None:
+    from tests.test_pack import make_pack
+
+    pack = make_pack(tmp_path)
+    out = tmp_path / "runs"
+    result = run(
+        "validate", "--pack", str(pack), "--split", "all", "--scorer", str(tiny_classifier),
+        "--questions", "2", "--dit-orders", "2", "--output-dir", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    [folder] = (out / "validate").iterdir()
+    record = json.loads((folder / "validation.json").read_text())
+    checks = {(c["instrument"], c["rule"]): c for c in record["checks"]}
+    assert checks[("DIT P", "0 <= stage2 <= 20")]["passed"] is True
+    assert checks[("DIT P", "60 <= stage6 <= 100")]["passed"] is True
+    assert "Traceback" not in result.output
+    # the test split of this pack has one question: asking for it is fine, a missing split is not
+    result = run("validate", "--pack", str(pack), "--split", "nope", "--output-dir", str(out))
+    assert result.exit_code == 2 and "--split" in result.output
+
+
 def test_validate_refuses_a_bad_pack_in_one_line(tmp_path: Path) -> None:
     result = run("validate", "--pack", str(tmp_path / "nope"), "--output-dir", str(tmp_path))
     assert result.exit_code == 2

@@ -92,13 +92,22 @@ REFERENCE_ANSWER_KINDS: tuple[str, ...] = (
 )
 """Derived examples whose text is the pack's reference answers: the moral bot's SFT targets."""
 
-DEFAULT_SCORER_RECIPE = ScorerTrainingConfig(sources=("derived", "hard"))
-"""The recipe behind the embedded `agreement-minilm`: the pack's own examples, 3 epochs.
+DEFAULT_SCORER_RECIPE = ScorerTrainingConfig(
+    epochs=1,
+    frozen_layers=3,
+    sources=("derived", "hard", "written", "bot"),
+    source_repeats={"derived": 3, "hard": 3},
+    source_caps={"written": 6000},
+)
+"""The recipe behind the embedded `agreement-minilm`: one pass over a mix of every source.
 
-Recipes trained on the written corpus and the labelled bot replies were tried and measured
-worse on the figures that matter (README, "The agreement scorer"); until one is better, the
-default stays the in-pack recipe, and its card and the report's warning say how weak it is on
-real text.
+The pack's own examples (derived and hard, 2,046) are seen three times, 6,000 of the written
+corpus's 11,414 once (a seeded sample) and the 2,348 labelled bot replies once: 14,486
+examples, with the embeddings and the three lowest encoder layers fixed so the pass fits the
+first-use build on 2 CPU cores. Chosen by real-data validation among the recipes in the
+README's table: against the in-pack recipe (3 epochs on derived + hard) it keeps the pack's
+test macro-F1 (80.2 vs 80.6) and raises Moral Stories pairwise accuracy from 50.5 to 68.6,
+flat-answer sign accuracy from 44.4 to 69.1 and bot-reply accuracy from 26.5 to 82.7.
 """
 
 
@@ -125,7 +134,7 @@ def mix_sources(
     """Cap some sources to a seeded sample and repeat others (sources in first-seen order)."""
     if not repeats and not caps:
         return list(examples)
-    rng = random.Random(f"mix:{seed}")
+    rng = random.Random(seed)
     by_source: dict[str, list[AgreementExample]] = {}
     for e in examples:
         by_source.setdefault(_source_of(e), []).append(e)
