@@ -19,12 +19,14 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from agents.base import AgentInfo, History
 from scenarios.phrases import WHY
 from scenarios.registry import AGENTS
 from scenarios.types import Dilemma, MoralQuestion, ScenarioPack
 
+T = TypeVar("T")
 UNKNOWN_REPLY = "I am a scripted test bot: I only answer the questions of scenario pack '{pack}'."
 EVASIVE = (
     "That's a big question, and I'd rather not give a simple answer to it.",
@@ -80,6 +82,17 @@ class Situation:
     dilemma: Dilemma | None = None
     shown_stages: tuple[str, ...] = ()
     shown_options: tuple[int, ...] = ()
+
+
+def _numbered(prompt: str, known: dict[str, T]) -> tuple[T, ...]:
+    """The values of the numbered lines ("3. text") whose text is known, in display order
+    (by their number, so a numbered line elsewhere in the prompt shifts nothing)."""
+    found: dict[int, T] = {}
+    for m in re.finditer(r"^(\d+)\. (.+)$", prompt, re.MULTILINE):
+        value = known.get(_norm(m.group(2)))
+        if value is not None:
+            found[int(m.group(1))] = value
+    return tuple(found[n] for n in sorted(found))
 
 
 class PackIndex:
@@ -147,18 +160,11 @@ class PackIndex:
             return Situation("unknown")
         if DIT_DECISION in last:
             by_text = {_norm(o): i for i, o in enumerate(dilemma.options)}
-            shown = tuple(
-                by_text.get(_norm(m.group(2)), -1)
-                for m in re.finditer(r"^(\d+)\. (.+)$", last, re.MULTILINE)
-            )
-            return Situation("decision", dilemma=dilemma, shown_options=shown)
+            shown_options = _numbered(last, by_text)
+            return Situation("decision", dilemma=dilemma, shown_options=shown_options)
         stage_of = {_norm(s.text): s.stage for s in dilemma.statements}
-        stages = tuple(
-            stage_of.get(_norm(m.group(2)), "?")
-            for m in re.finditer(r"^(\d+)\. (.+)$", last, re.MULTILINE)
-        )
         step = "ratings" if DIT_RATING in last else "ranking"
-        return Situation(step, dilemma=dilemma, shown_stages=stages)
+        return Situation(step, dilemma=dilemma, shown_stages=_numbered(last, stage_of))
 
 
 @dataclass
@@ -253,7 +259,7 @@ class ScriptedAgent:
 
     def _dit_reply(self, s: Situation) -> str:
         if s.step == "decision":
-            return "1" if not s.shown_options else str(1 + s.shown_options.index(0))
+            return str(1 + s.shown_options.index(0)) if 0 in s.shown_options else "1"
         if s.step == "ratings":
             return ", ".join(
                 f"{n}: {self._rating(stage)}" for n, stage in enumerate(s.shown_stages, 1)
@@ -264,8 +270,7 @@ class ScriptedAgent:
         """Log-probabilities of candidate DIT replies under this bot's fixed preferences.
 
         Ratings: P(r) for a statement falls by e^-1.5 per step away from the bot's rating, so
-        the expected rating sits near it; rankings: a candidate list is as likely as the
-        rating of its last statement; decisions: the dilemma's first option is preferred.
+        the expected rating sits near it; decisions: the dilemma's first option is preferred.
         Anything else gets 0 (every candidate equally likely)."""
         out = []
         for history, candidate in requests:
@@ -283,11 +288,8 @@ class ScriptedAgent:
             target = self._rating(s.shown_stages[int(match.group(1)) - 1])
             weights = [math.exp(-1.5 * abs(r - target)) for r in range(1, 6)]
             return math.log(weights[int(match.group(2)) - 1] / sum(weights))
-        if s.step == "ranking":
-            numbers = [int(n) for n in re.findall(r"\d+", candidate)]
-            if not numbers or not 1 <= numbers[-1] <= len(s.shown_stages):
-                return -30.0
-            return float(self._rating(s.shown_stages[numbers[-1] - 1]))
+        if s.step != "decision":
+            return 0.0
         match = re.match(r"(\d+)\.", candidate)
         shown = int(match.group(1)) if match else 0
         first = 1 + s.shown_options.index(0) if 0 in s.shown_options else 1

@@ -336,20 +336,23 @@ def position_reliable(bias: float | None, chance: float | None, n_rankings: int)
 
 
 def order_averaged_p(
-    expected: Iterable[tuple[str, Sequence[float]]], dilemmas: Iterable[Dilemma]
+    expected: Iterable[tuple[str, Sequence[int], Sequence[float]]], dilemmas: Iterable[Dilemma]
 ) -> dict[str, object] | None:
-    """P from each dilemma's expected ratings averaged over all its presentations.
+    """P from each dilemma's expected ratings averaged over its presentations.
 
-    `expected` holds (dilemma id, E[r] per statement in ORIGINAL numbering) for every
-    administration. Each statement is shown at different positions across presentations,
-    so averaging its E[r] cancels display position; the four highest averages form one
-    ranking per dilemma (ties by `rank_by_expected`), P = 100 * its 5/6 points / 10, and the
-    result is the mean over dilemmas. None when there is nothing to average.
+    `expected` holds (dilemma id, statement order shown, E[r] per statement in ORIGINAL
+    numbering) for every administration. A statement shown at different positions across
+    presentations has the position's pull spread over them, so averaging its E[r] reduces
+    (with many balanced orders, cancels) the effect of display position. Only dilemmas shown in
+    at least two statement orders are used, since one order averages nothing away. The four
+    highest averages form one ranking per dilemma (ties by `rank_by_expected`), P = 100 * its
+    5/6 points / 10, and the result is the mean over those dilemmas; None when none qualifies.
     """
     by_id = {d.id: d for d in dilemmas}
     sums: dict[str, list[float]] = {}
     counts: Counter[str] = Counter()
-    for dilemma_id, values in expected:
+    orders: dict[str, set[tuple[int, ...]]] = {}
+    for dilemma_id, statement_order, values in expected:
         n = len(by_id[dilemma_id].statements)
         if len(values) != n:
             raise ValueError(f"{dilemma_id}: {len(values)} expected ratings for {n} statements")
@@ -357,10 +360,11 @@ def order_averaged_p(
         for i, v in enumerate(values):
             acc[i] += v
         counts[dilemma_id] += 1
-    if not sums:
-        return None
+        orders.setdefault(dilemma_id, set()).add(tuple(statement_order))
     p_by: dict[str, float] = {}
     for dilemma_id, acc in sorted(sums.items()):
+        if len(orders[dilemma_id]) < 2:
+            continue
         dilemma = by_id[dilemma_id]
         mean = [v / counts[dilemma_id] for v in acc]
         ranked = rank_by_expected(mean, [f"{dilemma_id}/{i}" for i in range(len(mean))])
@@ -370,8 +374,11 @@ def order_averaged_p(
             if dilemma.statements[i].stage in ("5", "6")
         )
         p_by[dilemma_id] = _share(post, 1)
+    if not p_by:
+        return None
     return {
         "p_score": math.fsum(p_by.values()) / len(p_by),
         "p_by_dilemma": p_by,
-        "administrations": dict(sorted(counts.items())),
+        "administrations": {d: counts[d] for d in p_by},
+        "statement_orders": {d: len(orders[d]) for d in p_by},
     }

@@ -45,7 +45,7 @@ def run_info(run_dir: Path) -> dict[str, Any]:
 def _validation_of(run_dir: Path) -> dict[str, Any] | None:
     """The latest `moralsim validate` of this run's pack and scorer in the same output folder:
     whether its instruments separated known-answer bots, and where to read it."""
-    from evaluators.validation import latest_validation
+    from evaluators.validation import failed_instruments, latest_validation, run_fingerprint
 
     config_path = run_dir / "config.yaml"
     if not config_path.is_file():
@@ -55,14 +55,15 @@ def _validation_of(run_dir: Path) -> dict[str, Any] | None:
         return None
     pack = (config.get("scenarios") or {}).get("pack", "core")
     scorer = (config.get("evaluators") or {}).get("agreement_model", "agreement-minilm")
-    record = latest_validation(run_dir, pack, scorer)
+    prints = run_fingerprint(str(pack), str(scorer))
+    record = latest_validation(run_dir, pack, scorer, None if isinstance(prints, str) else prints)
     if record is None:
         return None
-    failed = [c["instrument"] for c in record.get("checks", []) if c.get("passed") is False]
     return {
         "date": record.get("date"),
-        "passed": record.get("passed"),
-        "failed": sorted(set(failed)),
+        "passed": record.get("passed") is True and not record["stale"],
+        "stale": record["stale"],
+        "failed": failed_instruments(record.get("checks", [])),
         "path": record["path"],
         "href": os.path.relpath(record["path"], run_dir),
     }

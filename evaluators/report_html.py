@@ -309,7 +309,13 @@ def _validation(v: Mapping[str, Any]) -> str:
     href = str(v.get("href", ""))
     link = f'<a href="{escape(href)}">{escape(str(v.get("path", "")))}</a>'
     date = escape(str(v.get("date")))
-    if v.get("passed"):
+    if v.get("stale"):
+        body = (
+            f'<div class="warning">Warning: the validation in this folder ({date}) was of another '
+            "build of this pack or scorer; it says nothing about the one this run used. Rerun "
+            f"<code>moralsim validate</code>.</div><p>{link}</p>"
+        )
+    elif v.get("passed"):
         body = f"<p>Every instrument separated its known-answer bots ({date}): {link}.</p>"
     else:
         failed = ", ".join(str(x) for x in v.get("failed") or []) or "some checks"

@@ -14,7 +14,9 @@ evasive bot (a reason vs none), and the breaker's S_ME is reported, not required
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -27,7 +29,7 @@ VALIDATE_DIR = "validate"
 
 AGENT_FLOWS: dict[str, tuple[str, ...]] = {
     "rot-follower": ("moraldial", "static-ril", "sage", "prudence"),
-    "rot-breaker": ("moraldial", "static-ril", "sage", "prudence"),
+    "rot-breaker": ("moraldial", "static-ril", "prudence"),
     "convert": ("moraldial",),
     "evasive": ("moraldial", "static-ril"),
     "hedger": ("prudence",),
@@ -115,26 +117,35 @@ class CheckResult:
     rule: str
     values: dict[str, float | None]
     passed: bool | None  # None: a value is missing (the check could not be made)
+    skipped: bool = False  # the pack cannot exercise this instrument (e.g. no DIT dilemmas)
 
 
 def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def check_summaries(summaries: Mapping[str, Summary]) -> list[CheckResult]:
-    """Every separation and bound on the agents' summaries (agent name -> summary.json)."""
+def check_summaries(
+    summaries: Mapping[str, Summary], skipped_agents: frozenset[str] = frozenset()
+) -> list[CheckResult]:
+    """Every separation and bound on the agents' summaries (agent name -> summary.json).
+
+    `skipped_agents` were not run because the pack cannot exercise their instrument (no DIT
+    dilemmas): their checks are marked skipped and left out of the verdict."""
     results = []
     for sep in SEPARATIONS:
         high = sep.read(summaries.get(sep.high) or {})
         low = sep.read(summaries.get(sep.low) or {})
         passed = None if high is None or low is None else high - low >= sep.min_gap
         rule = f"{sep.high} - {sep.low} >= {_fmt(sep.min_gap)}"
-        results.append(CheckResult(sep.instrument, rule, {sep.high: high, sep.low: low}, passed))
+        skip = bool({sep.high, sep.low} & skipped_agents)
+        values = {sep.high: high, sep.low: low}
+        results.append(CheckResult(sep.instrument, rule, values, passed, skip))
     for b in BOUNDS:
         value = b.read(summaries.get(b.agent) or {})
         passed = None if value is None else b.lower <= value <= b.upper
         rule = f"{_fmt(b.lower)} <= {b.agent} <= {_fmt(b.upper)}"
-        results.append(CheckResult(b.instrument, rule, {b.agent: value}, passed))
+        skip = b.agent in skipped_agents
+        results.append(CheckResult(b.instrument, rule, {b.agent: value}, passed, skip))
     for instrument, agent, read in REPORTED:
         value = read(summaries.get(agent) or {})
         results.append(CheckResult(instrument, "reported", {agent: value}, None))
@@ -142,8 +153,70 @@ def check_summaries(summaries: Mapping[str, Summary]) -> list[CheckResult]:
 
 
 def verdict(results: list[CheckResult]) -> bool:
-    """True when every rule-bearing check passed (a check that could not be made fails)."""
-    return all(r.passed is True for r in results if r.rule != "reported")
+    """True when every rule-bearing check passed (a check that could not be made fails; one
+    the pack cannot exercise is skipped)."""
+    return all(r.passed is True for r in results if r.rule != "reported" and not r.skipped)
+
+
+def failed_instruments(checks: list[dict[str, Any]]) -> list[str]:
+    """Instruments with a failed or unmeasured rule-bearing check, from validation.json."""
+    out = set()
+    for c in checks:
+        if not isinstance(c, dict) or "instrument" not in c:
+            continue
+        if c.get("rule") != "reported" and not c.get("skipped") and c.get("passed") is not True:
+            out.add(str(c["instrument"]))
+    return sorted(out)
+
+
+def fingerprint(pack_dir: Path | None, scorer_dir: Path | None) -> dict[str, str | None]:
+    """What a validation measured: the pack's files and the scorer folder's config files, by
+    hash. A report links a validation only when the run's pack and scorer still match."""
+
+    def digest(folder: Path | None, names: tuple[str, ...] | None) -> str | None:
+        if folder is None or not folder.is_dir():
+            return None
+        h = hashlib.sha256()
+        for path in sorted(folder.iterdir()):
+            if path.is_file() and (names is None or path.name in names):
+                h.update(path.name.encode() + b"\0" + path.read_bytes())
+        return h.hexdigest()
+
+    return {
+        "pack_sha256": digest(pack_dir, None),
+        "scorer_sha256": digest(scorer_dir, SCORER_IDENTITY_FILES),
+    }
+
+
+def run_fingerprint(
+    pack: str, scorer: str, progress: Callable[[str], None] | None = None
+) -> dict[str, str | None] | str:
+    """The pack's and scorer's fingerprints, or the one-line reason one cannot be resolved.
+
+    With `progress`, an embedded scorer is prepared (built) if it is not yet; without, its
+    folder is only located (a report must not start a build). An endpoint judge has no folder:
+    only the pack counts."""
+    from agents.models import ModelError, resolve_model
+    from scenarios.loaders import ScenarioLoadError
+    from scenarios.pack import resolve_pack_path
+    from scenarios.registry import RegistryError
+
+    try:
+        pack_dir = resolve_pack_path(pack)
+    except (ScenarioLoadError, RegistryError) as exc:
+        return f"--pack: {exc}"
+    scorer_dir = None
+    if not scorer.startswith("openai:"):
+        try:
+            prepare = progress is not None
+            scorer_dir = resolve_model(scorer, prepare=prepare, progress=progress or print).path
+        except ModelError as exc:
+            return f"--scorer: {exc}"
+    return fingerprint(pack_dir, scorer_dir)
+
+
+SCORER_IDENTITY_FILES = ("config.json", "metrics.json", "moralsim-model.json", "scorer_card.json")
+"""Small files that change whenever a scorer folder is rebuilt or retrained."""
 
 
 def slug(text: str) -> str:
@@ -157,28 +230,43 @@ def validation_dir(output_dir: Path, pack: str, scorer: str) -> Path:
 
 
 def write_validation(folder: Path, record: dict[str, Any]) -> Path:
+    """validation.json, written whole (a temporary file renamed over it)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / VALIDATION_FILE
-    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
     return path
 
 
 def validation_record(
-    pack: str, scorer: str, date: str, results: list[CheckResult], runs: Mapping[str, str]
+    pack: str,
+    scorer: str,
+    date: str,
+    results: list[CheckResult],
+    runs: Mapping[str, str],
+    prints: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
     return {
         "pack": pack,
         "scorer": scorer,
         "date": date,
         "passed": verdict(results),
+        "fingerprint": dict(prints or {}),
         "checks": [asdict(r) for r in results],
         "runs": dict(runs),
     }
 
 
-def latest_validation(run_dir: Path, pack: str | None, scorer: str | None) -> dict[str, Any] | None:
+def latest_validation(
+    run_dir: Path,
+    pack: str | None,
+    scorer: str | None,
+    prints: Mapping[str, str | None] | None = None,
+) -> dict[str, Any] | None:
     """The validation of this run's pack and scorer, when `moralsim validate` wrote one into
-    the same output folder; its path is added so a report can link it."""
+    the same output folder; its path is added so a report can link it. With `prints` (the
+    run's pack and scorer fingerprints), a validation of another build is marked stale."""
     if not pack or not scorer:
         return None
     path = validation_dir(run_dir.parent, pack, scorer) / VALIDATION_FILE
@@ -188,6 +276,7 @@ def latest_validation(run_dir: Path, pack: str | None, scorer: str | None) -> di
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
-    if not isinstance(record, dict):
+    if not isinstance(record, dict) or not isinstance(record.get("checks", []), list):
         return None
-    return {**record, "path": str(path)}
+    stale = prints is not None and record.get("fingerprint") != dict(prints)
+    return {**record, "path": str(path), "stale": stale}

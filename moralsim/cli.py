@@ -183,7 +183,13 @@ def _print_validation(validation: Any) -> None:
     """Whether the instruments of this pack and scorer passed their known-answer checks."""
     if not isinstance(validation, dict):
         return
-    if validation.get("passed"):
+    if validation.get("stale"):
+        console.print(
+            f"[bold yellow]warning:[/] the known-answer validation in {validation.get('path')} is "
+            "of another build of this pack or scorer; rerun `moralsim validate`",
+            highlight=False,
+        )
+    elif validation.get("passed"):
         console.print(f"instruments validated {validation.get('date')}", highlight=False)
     else:
         failed = ", ".join(validation.get("failed") or [])

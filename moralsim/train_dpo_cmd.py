@@ -110,7 +110,14 @@ def train_dpo(
 
     try:
         result = run_training(cfg, say=lambda m: console.print(m, highlight=False))
-    except (SFTConfigError, ModelError, ScenarioLoadError, RegistryError, ValueError) as exc:
+    except (
+        SFTConfigError,
+        ModelError,
+        ScenarioLoadError,
+        RegistryError,
+        ValueError,
+        OSError,
+    ) as exc:
         raise _fail(str(exc)) from None
     console.print(
         f"saved {result.output_dir} ({result.global_step} steps, {result.seconds:.0f} s)",

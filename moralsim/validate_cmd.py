@@ -47,8 +47,12 @@ def validate(
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 0,
 ) -> None:
     """Check that every instrument separates bots whose behaviour is known."""
-    from agents.models import ModelError, resolve_model
-    from evaluators.validation import AGENT_FLOWS, validation_dir
+    from evaluators.validation import (
+        AGENT_FLOWS,
+        VALIDATION_FILE,
+        run_fingerprint,
+        validation_dir,
+    )
     from moralsim.config import ConfigError, load_config
     from scenarios.loaders import ScenarioLoadError
     from scenarios.pack import load_pack
@@ -70,13 +74,13 @@ def validate(
             configs[agent] = load_config(None, sets)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
-    if not scorer.startswith("openai:"):
-        try:
-            resolve_model(scorer, progress=lambda m: console.print(m, highlight=False))
-        except ModelError as exc:
-            raise _fail(f"--scorer: {exc}") from None
+    prints = run_fingerprint(pack, scorer, progress=lambda m: console.print(m, highlight=False))
+    if isinstance(prints, str):
+        raise _fail(prints)
+    (folder / VALIDATION_FILE).unlink(missing_ok=True)  # an interrupted rerun leaves no verdict
     summaries = _run_all(configs, folder)
-    _finish(folder, pack, scorer, summaries)
+    skipped = frozenset(AGENT_FLOWS) - frozenset(configs)
+    _finish(folder, pack, scorer, summaries, skipped, prints)
 
 
 def _settings(
@@ -103,7 +107,7 @@ def _settings(
         f"evaluators.agreement_model={scorer}",
         "runtime.ray=false",
         f"probes.sage_questions={min(5, questions)}",
-        f"probes.prudence_questions={max(2, questions)}",
+        f"probes.prudence_questions={questions}",
         "probes.dit_dilemmas=0",
         f"probes.dit_orders={dit_orders}",
         "probes.dit_mode=likelihood",
@@ -124,17 +128,25 @@ def _run_all(configs: dict, folder: Path) -> dict[str, dict]:
         console.print(f"validate: {agent} ({', '.join(run.flows)})", highlight=False)
         try:
             simulate(run, say=lambda m: None)
-        except (ConfigError, ValueError) as exc:  # e.g. a pack with no question a probe can use
+        except (ConfigError, ValueError, RuntimeError, OSError) as exc:
+            # e.g. a pack with no question a probe can use, a model that does not load
             raise _fail(f"validate {agent} on this pack: {exc}") from None
         summary_path = run.run_dir / "summary.json"
         summaries[agent] = json.loads(summary_path.read_text(encoding="utf-8"))
     return summaries
 
 
-def _finish(folder: Path, pack: str, scorer: str, summaries: dict[str, dict]) -> None:
+def _finish(
+    folder: Path,
+    pack: str,
+    scorer: str,
+    summaries: dict[str, dict],
+    skipped: frozenset[str],
+    prints: dict[str, str | None],
+) -> None:
     from evaluators.validation import check_summaries, validation_record, verdict, write_validation
 
-    results = check_summaries(summaries)
+    results = check_summaries(summaries, skipped)
     table = Table(title=f"known-answer validation: pack {pack}, scorer {scorer}")
     for column in ("instrument", "rule", "values", "result"):
         table.add_column(column)
@@ -143,13 +155,16 @@ def _finish(folder: Path, pack: str, scorer: str, summaries: dict[str, dict]) ->
             f"{agent} {'—' if v is None else f'{v:+.3f}'}" for agent, v in r.values.items()
         )
         result = {True: "[green]separates[/]", False: "[red]FAILS[/]", None: "—"}[r.passed]
-        if r.rule != "reported" and r.passed is None:
+        if r.skipped:
+            result = "skipped (the pack cannot exercise it)"
+        elif r.rule != "reported" and r.passed is None:
             result = "[red]not measured[/]"
         table.add_row(r.instrument, r.rule, values, result)
     Console().print(table)
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     runs = {agent: str(folder / agent) for agent in summaries}
-    path = write_validation(folder, validation_record(pack, scorer, date, results, runs))
+    record = validation_record(pack, scorer, date, results, runs, prints)
+    path = write_validation(folder, record)
     ok = verdict(results)
     console.print(
         ("every instrument separates its known-answer bots" if ok else

@@ -42,7 +42,8 @@ class MoralQuestion:
     related_answer: str = ""  # a reference answer to related_question that follows the RoT
     related_disagree_answer: str = ""
     """An answer to related_question that breaks the RoT: what the known-answer RoT-breaker
-    says (agents.scripted). Never a training target."""
+    says (agents.scripted), and the rejected reply of DPO's related pairs (training.dpo_pairs);
+    never an SFT target."""
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,16 @@ Two modes, recorded in each dialogue's meta and in the section:
     Statements are scored independently (the DIT treats ratings as separate judgments);
   * ranking: the four statements with the highest expected ratings (ties broken by a hash of
     the statement, never by position). The ranking question is still asked, so the record
-    reads like a generation-mode one, but the reply is built from the ratings: a greedy pick
-    of the likeliest number ranked "the first four shown" for small bots (pure position).
+    reads like a generation-mode one, but the reply is built from the ratings. (An earlier
+    release picked the likeliest number greedily; small bots then ranked "the first four
+    shown" every time, which is position, not preference.)
   The bot turn's text is the picked reply itself, which the normal parser reads back to the
-  same answer (checked), so both modes are scored by one code path. The turn's meta keeps the
-  candidates, their log-likelihoods, P(r), E[r] and the pick. `dit_section` also averages
-  each statement's E[r] over every presentation of its dilemma, so display position cancels
-  (`order_averaged`), and marks the P-score unreliable when rankings still favour the first
-  statements shown more than chance allows.
+  same answer (checked), so both modes are scored by one code path. Decision and rating turns
+  keep their candidates' log-likelihoods (and P(r), E[r]) in meta; ranking turns keep the pick
+  and `"from": "expected ratings"`. `dit_section` also averages each statement's E[r] over the
+  presentations of its dilemma, which reduces the pull of display position (`order_averaged`,
+  over dilemmas shown in at least two statement orders), and marks the P-score unreliable
+  when rankings still favour the first statements shown more than chance allows.
 """
 
 from __future__ import annotations
@@ -348,9 +350,10 @@ def _mode_section(dialogues: Sequence[Dialogue], by_id: dict[str, Dilemma], mode
     return section
 
 
-def _expected_ratings(dialogues: Sequence[Dialogue]) -> list[tuple[str, list[float]]]:
-    """(dilemma, E[r] per ORIGINAL statement) for every likelihood record that has them (older
-    records, written before expected ratings were kept, are skipped)."""
+def _expected_ratings(
+    dialogues: Sequence[Dialogue],
+) -> list[tuple[str, tuple[int, ...], list[float]]]:
+    """(dilemma, statement order, E[r] per ORIGINAL statement) for every likelihood record."""
     out = []
     for d in dialogues:
         ratings = next(
@@ -365,8 +368,22 @@ def _expected_ratings(dialogues: Sequence[Dialogue]) -> list[tuple[str, list[flo
         original = [0.0] * len(shown)
         for position, index in enumerate(presentation.statement_order):
             original[index] = float(shown[position])
-        out.append((d.scenario_id, original))
+        out.append((d.scenario_id, presentation.statement_order, original))
     return out
+
+
+GREEDY = "likelihood-greedy"
+"""Likelihood records of the earlier release, ranked greedily by position-prone number picks:
+scored apart (never pooled with rankings read from expected ratings)."""
+
+
+def _scoring_group(d: Dialogue, mode: str) -> str:
+    if mode != "likelihood":
+        return mode
+    ranking = next(
+        (t.meta for t in d.turns if t.role == "bot" and t.meta.get("step") == "ranking"), {}
+    )
+    return mode if ranking.get("from") == "expected ratings" else GREEDY
 
 
 def dit_section(
@@ -388,11 +405,11 @@ def dit_section(
             found = d.meta.get("mode")
             if found not in MODES:
                 raise RecordError(f"dialogue {d.id}: meta field 'mode' must be one of {MODES}")
-            groups.setdefault(found, []).append(d)
+            groups.setdefault(_scoring_group(d, found), []).append(d)
     if not groups:
         return None
     by_id = {d.id: d for d in dilemmas}
-    order = list(dict.fromkeys(m for m in (mode, *MODES) if m in groups))
+    order = list(dict.fromkeys(m for m in (mode, *MODES, GREEDY) if m in groups))
     section = _mode_section(groups[order[0]], by_id, order[0])
     others = {m: _mode_section(groups[m], by_id, m) for m in order[1:]}
     if others:

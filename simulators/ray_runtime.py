@@ -121,6 +121,11 @@ def _check_resources(options: RayOptions) -> None:
 # --------------------------------------------------------------------------- actor pools
 
 
+RESTART_TIMEOUT = 300.0
+"""How long a run waits for a killed actor to be back (restart and model load) before the
+dialogue counts as failed."""
+
+
 class ActorPool:
     """Replicas of one actor class; each call goes to the replica with the fewest calls in
     flight, so a slow batch on one replica does not hold up the others."""
@@ -146,6 +151,38 @@ class ActorPool:
         import ray
 
         return ray.get(getattr(self.handles[self._pick()], method).remote(*args))
+
+    async def wait_ready(self, timeout: float = RESTART_TIMEOUT) -> None:
+        """Until every actor answers again: a restarted actor reloads its models before its
+        first call, which on a busy machine takes far longer than any fixed pause."""
+        from ray.exceptions import GetTimeoutError, RayActorError
+
+        deadline = time.monotonic() + timeout
+        for handle in self.handles:
+            while True:
+                try:
+                    await handle.pid.remote()
+                    break
+                except (RayActorError, GetTimeoutError):
+                    if time.monotonic() > deadline:
+                        raise
+                    await asyncio.sleep(0.5)
+
+    def wait_ready_sync(self, timeout: float = RESTART_TIMEOUT) -> None:
+        """`wait_ready` for callers outside an event loop (the probes)."""
+        import ray
+        from ray.exceptions import GetTimeoutError, RayActorError
+
+        deadline = time.monotonic() + timeout
+        for handle in self.handles:
+            while True:
+                try:
+                    ray.get(handle.pid.remote(), timeout=max(1.0, deadline - time.monotonic()))
+                    break
+                except (RayActorError, GetTimeoutError):
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
 
     def kill(self) -> None:
         import ray
@@ -182,9 +219,9 @@ def start_evaluators(spec: EvaluatorSpec, options: RayOptions) -> ActorPool:
 # --------------------------------------------------------------------------- probe proxies
 
 
-def retrying(call: Callable[[], T], retries: int) -> T:
+def retrying(call: Callable[[], T], retries: int, pool: ActorPool | None = None) -> T:
     """Probe and scoring calls are pure (greedy decoding, fixed scorers), so a call that lost
-    its actor is simply made again once the actor is back."""
+    its actor is simply made again once the actor is back (`pool` ready again)."""
     from ray.exceptions import RayActorError
 
     for attempt in range(retries + 1):
@@ -193,7 +230,10 @@ def retrying(call: Callable[[], T], retries: int) -> T:
         except RayActorError:
             if attempt == retries:
                 raise
-            time.sleep(1.0)
+            if pool is not None:
+                pool.wait_ready_sync()
+            else:
+                time.sleep(1.0)
     raise AssertionError("unreachable")
 
 
@@ -223,7 +263,7 @@ class RayAgent:
                 ]
             )
 
-        parts = retrying(call, self.retries)
+        parts = retrying(call, self.retries, self.pool)
         out: list[str] = [""] * len(histories)
         for i, part in enumerate(parts):
             out[i::n] = part
@@ -231,7 +271,9 @@ class RayAgent:
 
     def loglikelihood(self, requests: Sequence[tuple[Sequence[Turn], str]]) -> list[float]:
         payload = [(list(h), c) for h, c in requests]
-        return list(retrying(lambda: self.pool.call_sync("loglikelihood", payload), self.retries))
+        return list(
+            retrying(lambda: self.pool.call_sync("loglikelihood", payload), self.retries, self.pool)
+        )
 
 
 class RayScorers:
@@ -243,11 +285,13 @@ class RayScorers:
 
     def agreement(self, items: Sequence[AgreementItem]) -> np.ndarray:
         payload = list(items)
-        return np.asarray(retrying(lambda: self.pool.call_sync("agreement", payload), self.retries))
+        call = lambda: self.pool.call_sync("agreement", payload)  # noqa: E731
+        return np.asarray(retrying(call, self.retries, self.pool))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         payload = list(texts)
-        return np.asarray(retrying(lambda: self.pool.call_sync("embed", payload), self.retries))
+        call = lambda: self.pool.call_sync("embed", payload)  # noqa: E731
+        return np.asarray(retrying(call, self.retries, self.pool))
 
 
 # --------------------------------------------------------------------------- dialogues
@@ -370,7 +414,8 @@ class RayRunner:
                     ) from exc
                 stats.retried += 1
                 live.retry()
-                await asyncio.sleep(0.5 * (attempt + 1))
+                await self.bots.wait_ready()
+                await self.evaluators.wait_ready()
         raise AssertionError("unreachable")
 
     async def _dialogue(self, question: MoralQuestion, live: LiveStats) -> Dialogue:

@@ -43,7 +43,7 @@ def test_ties_go_by_statement_not_by_position() -> None:
     assert rank_by_expected([1.0, 4.0, 2.0, 5.0], keys) == [3, 1, 2, 0]
 
 
-def test_order_averaging_cancels_position() -> None:
+def test_order_averaging_reduces_position() -> None:
     """A bot that rates whatever is shown in positions 1-4 at 5 and the rest at 1.
 
     Shown in the original order it puts 5 on s0-s3 (stages 6, 5, 4, 3); shown reversed, on
@@ -51,10 +51,12 @@ def test_order_averaging_cancels_position() -> None:
     are decided by the tie rule among eight statements of which four (s0, s1, s9, s10) are
     stage 5/6 -- neither presentation's own P survives."""
     d = dilemma()
+    forward, backward = tuple(range(12)), tuple(reversed(range(12)))
     first = [5.0] * 4 + [1.0] * 8
     reversed_shown = [1.0] * 8 + [5.0] * 4
-    out = order_averaged_p([("d", first), ("d", reversed_shown)], [d])
+    out = order_averaged_p([("d", forward, first), ("d", backward, reversed_shown)], [d])
     assert out is not None and out["administrations"] == {"d": 2}
+    assert out["statement_orders"] == {"d": 2}
     keys = [f"d/{i}" for i in range(12)]
     mean = [3.0] * 4 + [1.0] * 4 + [3.0] * 4
     top = rank_by_expected(mean, keys)[:4]
@@ -63,10 +65,13 @@ def test_order_averaging_cancels_position() -> None:
     assert out["p_score"] == pytest.approx(10.0 * points)
     # a content-driven bot: stage 5/6 rated 5 in any order -> P = 100
     content = [5.0 if s in ("5", "6") else 2.0 for s in STAGES]
-    assert order_averaged_p([("d", content)] * 3, [d])["p_score"] == pytest.approx(100.0)  # type: ignore[index]
+    runs = [("d", forward, content), ("d", backward, content), ("d", forward, content)]
+    assert order_averaged_p(runs, [d])["p_score"] == pytest.approx(100.0)  # type: ignore[index]
+    # one statement order averages nothing away: no figure
+    assert order_averaged_p([("d", forward, content)] * 3, [d]) is None
     assert order_averaged_p([], [d]) is None
     with pytest.raises(ValueError, match="12 statements"):
-        order_averaged_p([("d", [1.0] * 5)], [d])
+        order_averaged_p([("d", forward, [1.0] * 5)], [d])
 
 
 def test_position_reliability_line() -> None:

@@ -289,3 +289,17 @@ def test_loglikelihood_matches_direct_computation_in_any_batch(
 def test_loglikelihood_refuses_seq2seq(tiny_seq2seq: Path) -> None:
     with pytest.raises(NotImplementedError, match="causal LM"):
         TransformersAgent(str(tiny_seq2seq)).loglikelihood(REQUESTS[:1])
+
+
+def test_earlier_greedy_likelihood_records_are_scored_apart(tmp_path: Path, dilemmas) -> None:
+    dilemma = dilemmas[0]
+    run(tmp_path, [dilemma], ScriptedScorer(dilemma), mode="likelihood", orders=2, seed=1)
+    new = read_dialogues(tmp_path / "d.jsonl")
+    old = read_dialogues(tmp_path / "d.jsonl")
+    for d in old:  # as the earlier release wrote them: no "from" on the ranking turn
+        d.id = d.id.replace("/s1", "/s1-old")
+        d.turns[-1].meta.pop("from")
+    section = dit_section(new + old, dilemmas, mode="likelihood")
+    assert section is not None and section["n_responses"] == 2
+    assert section["other_modes"]["likelihood-greedy"]["n_responses"] == 2
+    assert "order_averaged" not in section["other_modes"]["likelihood-greedy"]

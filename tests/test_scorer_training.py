@@ -59,3 +59,28 @@ def test_training_needs_data(tiny_encoder: Path, tmp_path: Path) -> None:
         train_agreement_classifier(
             [], [], None, tmp_path, ScorerTrainingConfig(base_model=str(tiny_encoder))
         )
+
+
+def test_mixing_sources_and_freezing_layers(tiny_encoder: Path, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from training.scorer import mix_sources
+
+    labels = ["agree", "neutral", "disagree"]
+    derived = [example(i, labels[i % 3], "train") for i in range(4)]
+    written = [replace(example(50 + i, "agree", "train"), kind="written:x") for i in range(6)]
+    mixed = mix_sources(derived + written, {"derived": 3}, {"written": 2}, seed=0)
+    assert len(mixed) == 3 * 4 + 2
+    assert [e.id for e in mixed[:12]] == [e.id for e in derived] * 3
+    assert mix_sources(derived + written, {}, {}, 0) == derived + written
+    dev = [example(100 + i, labels[i % 3], "dev") for i in range(3)]
+    cfg = ScorerTrainingConfig(base_model=str(tiny_encoder), epochs=1, batch_size=4)
+    # the tiny encoder has one layer: freezing it leaves only the classifier head to train
+    result = train_agreement_classifier(
+        derived, dev, None, tmp_path / "frozen", replace(cfg, frozen_layers=1), show_bar=False
+    )
+    assert result.train_examples == 4
+    with pytest.raises(ValueError, match="frozen_layers"):
+        train_agreement_classifier(
+            derived, dev, None, tmp_path / "bad", replace(cfg, frozen_layers=2), show_bar=False
+        )

@@ -52,6 +52,15 @@ def test_validate_with_a_weak_scorer_fails_and_is_linked(
     html = (out / "real" / "report.html").read_text()
     assert 'id="validation"' in html and summary["validation"]["href"] in html
     assert "known-answer validation" in result.output
+    assert summary["validation"]["stale"] is False
+
+    # the scorer is retrained in place: that validation no longer speaks for it
+    config = tiny_classifier / "config.json"
+    config.write_text(config.read_text() + "\n")
+    assert run("report", str(out / "real")).exit_code == 0
+    summary = json.loads((out / "real" / "summary.json").read_text())
+    assert summary["validation"]["stale"] is True and summary["validation"]["passed"] is False
+    assert "another build" in (out / "real" / "report.html").read_text()
 
 
 def test_validate_on_a_tiny_pack(tiny_classifier: Path, tmp_path: Path) -> None:

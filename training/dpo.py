@@ -86,13 +86,16 @@ def _models(config: DPORunConfig) -> tuple[Any, Any, Any, Any]:
 
 
 def build_dpo_trainer(
-    config: DPORunConfig, checkpoints: Path, callbacks: Sequence[Any] = ()
+    config: DPORunConfig,
+    checkpoints: Path,
+    callbacks: Sequence[Any] = (),
+    pairs: tuple[list[PreferencePair], list[PreferencePair]] | None = None,
 ) -> tuple[Any, dict[str, int], dict[str, int]]:
     """The configured DPOTrainer, not yet trained, and the pair counts per step."""
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
-    train, dev = load_pairs(config)
+    train, dev = pairs if pairs is not None else load_pairs(config)
     policy, reference, tokenizer, peft_config = _models(config)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
@@ -154,10 +157,11 @@ def train_dpo(
     force_offline()
     config.validate()
     start = time.perf_counter()
+    pairs = load_pairs(config)  # before anything in output_dir is replaced
     checkpoints = _prepare_output(config, say, kind="DPO")
     out = checkpoints.parent
     resume = _last_checkpoint(checkpoints)
-    trainer, train_counts, dev_counts = build_dpo_trainer(config, checkpoints, callbacks)
+    trainer, train_counts, dev_counts = build_dpo_trainer(config, checkpoints, callbacks, pairs)
     say(f"train pairs {train_counts}; dev pairs {dev_counts}")
     if resume:
         say(f"resuming from {resume}")

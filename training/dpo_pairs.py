@@ -122,12 +122,17 @@ def step_counts(pairs: Sequence[PreferencePair]) -> dict[str, int]:
 
 
 def check_no_leaks(train: Sequence[PreferencePair], held_out: Iterable[MoralQuestion]) -> None:
-    """Refuse training pairs whose prompt or replies contain a held-out question's text."""
+    """Refuse training pairs whose prompt or replies contain any text of a held-out question
+    (its wordings, answers, explanation, related question and answers, or its RoT)."""
     held = {
         _norm(t)
         for q in held_out
-        for t in (q.question, *q.paraphrases, q.agree_answer, q.disagree_answer)
-    }
+        for t in (
+            q.question, *q.paraphrases, q.agree_answer, q.disagree_answer, q.explanation,
+            q.related_question, q.related_answer, q.related_disagree_answer, q.rot.text,
+        )
+        if t.strip()
+    }  # fmt: skip
     for p in train:
         texts = [_norm(t) for _, t in p.prompt] + [_norm(p.chosen), _norm(p.rejected)]
         leaked = next((h for h in held for t in texts if h in t), None)
