@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from agents.base import AgentInfo, History
-from scenarios.phrases import WHY
+from scenarios.phrases import HOLD as HOLD_PHRASES
+from scenarios.phrases import SORRY, WHY, because, lower_first, reason_of
 from scenarios.registry import AGENTS
 from scenarios.types import Dilemma, MoralQuestion, ScenarioPack
 
@@ -38,8 +39,8 @@ HEDGE = (
     "the case for each."
 )
 HEDGE_WHY = "Because reasonable people weigh the things at stake here differently."
-ADOPT = "You're right, I'd like to correct my answer. "
-HOLD = "I still see it the same way. "
+ADOPT = SORRY[0] + " "
+HOLD = HOLD_PHRASES[0] + " "
 DIT_DECISION = "Which option do you choose?"
 DIT_RATING = "Rate how important each issue is"
 DIT_RANKING = "choose the four issues"
@@ -56,17 +57,6 @@ def _norm(text: str) -> str:
 
 def _hash(*parts: str) -> int:
     return int.from_bytes(hashlib.sha256("\x1f".join(parts).encode()).digest()[:8], "big")
-
-
-def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
-
-
-def _reason(answer: str) -> str:
-    """The reason inside an answer: its sentences after the first, or the whole answer."""
-    sentences = re.split(r"(?<=[.!?])\s+", answer.strip())
-    rest = " ".join(sentences[1:]).strip()
-    return rest or answer.strip()
 
 
 @dataclass(frozen=True)
@@ -222,14 +212,14 @@ class ScriptedAgent:
                 "explanation": q.explanation,
                 "revision": ADOPT + q.agree_answer,
                 "new_answer": q.related_answer
-                or f"I'd go by the same principle: {_lower_first(q.rot.text)}",
+                or f"I'd go by the same principle: {lower_first(q.rot.text)}",
             }[step]
         return {
             "answer": q.disagree_answer,
-            "explanation": "Because " + _lower_first(_reason(q.disagree_answer)),
+            "explanation": because(reason_of(q.disagree_answer)),
             "revision": HOLD + q.disagree_answer,
             "new_answer": q.related_disagree_answer
-            or f"Honestly, I don't agree that {_lower_first(q.rot.text)}",
+            or f"Honestly, I don't agree that {lower_first(q.rot.text)}",
         }[step]
 
     def _side(self, q: MoralQuestion, wording: str) -> str:

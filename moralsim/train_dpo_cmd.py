@@ -7,15 +7,15 @@ command after an interruption resumes from the last checkpoint.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-import yaml
 from rich.console import Console
 from rich.table import Table
 
-from moralsim.config import ConfigError, apply_override, build_config, describe_fields
-from training.dpo_config import PRESETS, DPORunConfig, preset
+from moralsim.config import ConfigError, describe_fields
+from moralsim.train_sft_cmd import load_layered_config
+from training.dpo_config import PRESETS, DPORunConfig
 from training.sft_config import SFTConfigError
 
 console = Console(stderr=True, soft_wrap=True)
@@ -26,29 +26,8 @@ def load_dpo_config(
     overrides: list[str] | tuple[str, ...] = (),
     preset_name: str | None = None,
 ) -> DPORunConfig:
-    """The validated DPO config; errors name the file (if any) and the key."""
-    try:
-        data: dict[str, Any] = preset(preset_name) if preset_name else {}
-    except SFTConfigError as exc:
-        raise ConfigError(f"--preset: {exc}") from None
-    source = f"preset {preset_name}" if preset_name else "command-line options"
-    if path is not None:
-        source = str(path)
-        try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: config file not found") from None
-        except (UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: not a readable YAML file ({exc})") from None
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"{path}: a DPO config must be a mapping of keys")
-        data.update(loaded or {})
-    for assignment in overrides:
-        apply_override(data, assignment)
-    try:
-        return build_config(DPORunConfig, data).validate()
-    except (ConfigError, SFTConfigError) as exc:
-        raise ConfigError(f"{source}: {exc}") from None
+    """The validated DPO config (the same layering and errors as `train sft`)."""
+    return load_layered_config(DPORunConfig, PRESETS, path, overrides, preset_name)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -92,7 +71,7 @@ def train_dpo(
         sets.append("overwrite=true")
     try:
         cfg = load_dpo_config(config, sets, preset_name)
-    except ConfigError as exc:
+    except (ConfigError, SFTConfigError) as exc:
         raise _fail(str(exc)) from None
     if (
         cfg.sft_adapter

@@ -8,7 +8,7 @@ or value is reported the same way as in `moralsim simulate`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 import yaml
@@ -16,18 +16,23 @@ from rich.console import Console
 from rich.table import Table
 
 from moralsim.config import ConfigError, apply_override, build_config, describe_fields
-from training.sft_config import PRESETS, SFTConfigError, SFTRunConfig, preset
+from training.sft_config import PRESETS, SFTConfigError, SFTRunConfig, preset_values
 
 console = Console(stderr=True, soft_wrap=True)
+T = TypeVar("T")
 
 
-def load_sft_config(
+def load_layered_config(
+    cls: type[T],
+    presets: dict[str, dict[str, Any]],
     path: Path | None = None,
     overrides: list[str] | tuple[str, ...] = (),
     preset_name: str | None = None,
-) -> SFTRunConfig:
-    """The validated SFT config; errors name the file (if any) and the key."""
-    data: dict[str, Any] = preset(preset_name) if preset_name else {}
+) -> T:
+    """A training config (SFT, DPO) from a preset, a YAML file and `--set` overrides, in that
+    order, validated; errors name the file (if any) and the key (an unknown preset raises
+    SFTConfigError, everything else ConfigError)."""
+    data: dict[str, Any] = preset_values(presets, preset_name) if preset_name else {}
     source = f"preset {preset_name}" if preset_name else "command-line options"
     if path is not None:
         source = str(path)
@@ -38,14 +43,23 @@ def load_sft_config(
         except (UnicodeDecodeError, yaml.YAMLError) as exc:
             raise ConfigError(f"{path}: not a readable YAML file ({exc})") from None
         if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"{path}: an SFT config must be a mapping of keys")
+            raise ConfigError(f"{path}: a training config must be a mapping of keys")
         data.update(loaded or {})
     for assignment in overrides:
         apply_override(data, assignment)
     try:
-        return build_config(SFTRunConfig, data).validate()
+        return build_config(cls, data).validate()  # type: ignore[attr-defined,no-any-return]
     except (ConfigError, SFTConfigError) as exc:
         raise ConfigError(f"{source}: {exc}") from None
+
+
+def load_sft_config(
+    path: Path | None = None,
+    overrides: list[str] | tuple[str, ...] = (),
+    preset_name: str | None = None,
+) -> SFTRunConfig:
+    """The validated SFT config; errors name the file (if any) and the key."""
+    return load_layered_config(SFTRunConfig, PRESETS, path, overrides, preset_name)
 
 
 def _fail(message: str) -> typer.Exit:

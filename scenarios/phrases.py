@@ -12,6 +12,7 @@ Simulated users and discussion construction pick among them with the run's seed.
 from __future__ import annotations
 
 import random
+import re
 
 WHY: tuple[str, ...] = (
     "Why do you say that?",
@@ -115,3 +116,29 @@ def pushback(rot: str, rng: random.Random, firm: bool = False) -> str:
     ):
         rot = rot[:1].lower() + rot[1:]
     return phrase + rot
+
+
+HOLD: tuple[str, ...] = (
+    "I still see it the same way.",
+    "I hear you, but my answer stands.",
+    "I understand, but I haven't changed my mind.",
+)
+"""What a bot that keeps its stance after push-back says first (the known-answer breaker's
+revision, and DPO's rejected revision)."""
+
+
+def lower_first(text: str) -> str:
+    """The first letter lowered to continue a sentence ("It's" -> "it's"), unless the text
+    starts with an acronym or "I" ("I'd", "UN")."""
+    return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
+
+
+def reason_of(answer: str) -> str:
+    """The reason inside an answer: its sentences after the first, or the whole answer."""
+    sentences = re.split(r"(?<=[.!?])\s+", answer.strip())
+    return " ".join(sentences[1:]).strip() or answer.strip()
+
+
+def because(text: str) -> str:
+    """A reason as the reply to a why-question: "Because " + the reason."""
+    return "Because " + lower_first(text.strip())

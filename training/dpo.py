@@ -10,9 +10,7 @@ card and metrics.json work as in `train sft` (training.sft).
 
 from __future__ import annotations
 
-import json
 import math
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -22,7 +20,7 @@ from typing import Any
 
 from training.dpo_config import DPORunConfig
 from training.dpo_pairs import PreferencePair, build_pairs, check_no_leaks, step_counts
-from training.sft import METRICS, _last_checkpoint, _prepare_output
+from training.sft import _last_checkpoint, _prepare_output, finish_output, shared_trainer_args
 from training.sft_config import SFTConfigError
 from training.sft_data import training_chat_template
 
@@ -101,33 +99,11 @@ def build_dpo_trainer(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     evaluate = config.eval_steps > 0 and bool(dev)
-    every = config.checkpoint_every
     args = DPOConfig(
-        output_dir=str(checkpoints),
-        use_cpu=config.use_cpu,
-        bf16=False,
-        fp16=False,
+        **shared_trainer_args(config, checkpoints, evaluate),
         beta=config.beta,
         loss_type=[config.loss_type],
-        learning_rate=config.learning_rate,
-        warmup_steps=config.warmup_ratio,
-        num_train_epochs=config.num_train_epochs,
-        max_steps=config.max_steps,
-        per_device_train_batch_size=config.batch_size,
-        per_device_eval_batch_size=config.batch_size,
-        gradient_accumulation_steps=config.gradient_accumulation_steps,
-        max_length=config.max_length,
         truncation_mode="keep_end",
-        seed=config.seed,
-        data_seed=config.seed,
-        logging_steps=config.logging_steps,
-        eval_strategy="steps" if evaluate else "no",
-        eval_steps=config.eval_steps if evaluate else None,
-        save_strategy="steps" if every > 0 else "no",
-        save_steps=every if every > 0 else None,
-        report_to="none",
-        dataloader_num_workers=0,
-        disable_tqdm=False,
     )
     columns = ("prompt", "chosen", "rejected")
 
@@ -179,12 +155,7 @@ def train_dpo(
         dev_pairs=dev_counts,
     )
     metrics = _metrics(config, result, state.log_history)
-    (out / "README.md").write_text(model_card(config, metrics), encoding="utf-8")
-    if not config.keep_checkpoints:
-        shutil.rmtree(checkpoints, ignore_errors=True)
-    tmp = out / (METRICS + ".tmp")
-    tmp.write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(out / METRICS)  # last: its presence marks the run as finished
+    finish_output(out, checkpoints, model_card(config, metrics), metrics, config.keep_checkpoints)
     return result
 
 

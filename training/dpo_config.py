@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from training.dpo_pairs import STEPS
-from training.sft_config import CHAT_TEMPLATE_CHOICES, SFTConfigError
+from training.sft_config import CHAT_TEMPLATE_CHOICES, SFTConfigError, preset_values
 
 LOSS_TYPES = ("sigmoid", "ipo", "hinge")
 
@@ -135,6 +135,5 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def preset(name: str) -> dict[str, Any]:
-    if name not in PRESETS:
-        raise SFTConfigError(f"unknown preset '{name}'; known: {', '.join(sorted(PRESETS))}")
-    return {k: list(v) if isinstance(v, list) else v for k, v in PRESETS[name].items()}
+    """A DPO preset's values."""
+    return preset_values(PRESETS, name)

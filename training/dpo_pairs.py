@@ -24,22 +24,16 @@ choice and by `check_no_leaks`).
 from __future__ import annotations
 
 import random
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scenarios.phrases import pick, pushback
+from scenarios.phrases import HOLD as HOLD_PHRASES
+from scenarios.phrases import because, pick, pushback, reason_of
 from scenarios.types import MoralQuestion
 
 STEPS: tuple[str, ...] = ("answer", "why", "revision", "related")
-HOLD_PHRASES: tuple[str, ...] = (
-    "I still see it the same way.",
-    "I hear you, but my answer stands.",
-    "I understand, but I haven't changed my mind.",
-)
-"""What a bot that keeps a wrong stance after push-back says first (the rejected revision)."""
 
 
 @dataclass(frozen=True)
@@ -61,17 +55,6 @@ class PreferencePair:
         }
 
 
-def _reason(answer: str) -> str:
-    """An answer's reason: its sentences after the first, or the whole answer."""
-    sentences = re.split(r"(?<=[.!?])\s+", answer.strip())
-    return " ".join(sentences[1:]).strip() or answer.strip()
-
-
-def _because(text: str) -> str:
-    text = text.strip()
-    return "Because " + (text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text)
-
-
 def question_pairs(
     q: MoralQuestion, seed: int, steps: Sequence[str] = STEPS
 ) -> list[PreferencePair]:
@@ -85,7 +68,7 @@ def question_pairs(
     why = pick("why", rng)
     asked = (("user", q.question), ("assistant", follow), ("user", why))
     if "why" in steps:
-        pairs.append(PreferencePair(asked, q.explanation, _because(_reason(breaks)), "why", q.id))
+        pairs.append(PreferencePair(asked, q.explanation, because(reason_of(breaks)), "why", q.id))
     if "revision" in steps:
         context = (
             ("user", q.question),

@@ -185,38 +185,16 @@ def build_trainer(
         _report_split(say, "dev", dev_stats)
 
     evaluate = dev_dataset is not None
-    every = config.checkpoint_every
     args = SFTConfig(
-        output_dir=str(checkpoints),
-        use_cpu=config.use_cpu,
+        **shared_trainer_args(config, checkpoints, evaluate),
         activation_checkpointing=config.activation_checkpointing,
-        bf16=False,
-        fp16=False,
-        learning_rate=config.learning_rate,
         lr_scheduler_type=config.lr_scheduler_type,
-        warmup_steps=config.warmup_ratio,
         weight_decay=config.weight_decay,
-        num_train_epochs=config.num_train_epochs,
-        max_steps=config.max_steps,
-        per_device_train_batch_size=config.batch_size,
-        per_device_eval_batch_size=config.batch_size,
-        gradient_accumulation_steps=config.gradient_accumulation_steps,
         train_sampling_strategy="group_by_length" if config.group_by_length else "random",
-        max_length=config.max_length,
         completion_only_loss=True,
-        seed=config.seed,
-        data_seed=config.seed,
-        logging_steps=config.logging_steps,
-        eval_strategy="steps" if evaluate else "no",
-        eval_steps=config.eval_steps if evaluate else None,
-        save_strategy="steps" if every > 0 else "no",
-        save_steps=every if every > 0 else None,
         load_best_model_at_end=evaluate,
         metric_for_best_model="eval_loss" if evaluate else None,
         greater_is_better=False if evaluate else None,
-        report_to="none",
-        dataloader_num_workers=0,
-        disable_tqdm=False,
     )
     peft_config = LoraConfig(
         r=config.lora_r,
@@ -235,6 +213,49 @@ def build_trainer(
         callbacks=list(callbacks),
     )
     return trainer, train_stats, dev_stats
+
+
+def shared_trainer_args(config: Any, checkpoints: Path, evaluate: bool) -> dict[str, Any]:
+    """The CPU-safe TRL arguments SFT and DPO runs share (fp32; checkpoints every
+    `checkpoint_every` steps for resume; evaluation when there is a dev split)."""
+    every = config.checkpoint_every
+    return {
+        "output_dir": str(checkpoints),
+        "use_cpu": config.use_cpu,
+        "bf16": False,
+        "fp16": False,
+        "learning_rate": config.learning_rate,
+        "warmup_steps": config.warmup_ratio,
+        "num_train_epochs": config.num_train_epochs,
+        "max_steps": config.max_steps,
+        "per_device_train_batch_size": config.batch_size,
+        "per_device_eval_batch_size": config.batch_size,
+        "gradient_accumulation_steps": config.gradient_accumulation_steps,
+        "max_length": config.max_length,
+        "seed": config.seed,
+        "data_seed": config.seed,
+        "logging_steps": config.logging_steps,
+        "eval_strategy": "steps" if evaluate else "no",
+        "eval_steps": config.eval_steps if evaluate else None,
+        "save_strategy": "steps" if every > 0 else "no",
+        "save_steps": every if every > 0 else None,
+        "report_to": "none",
+        "dataloader_num_workers": 0,
+        "disable_tqdm": False,
+    }
+
+
+def finish_output(
+    out: Path, checkpoints: Path, card: str, metrics: dict[str, Any], keep_checkpoints: bool
+) -> None:
+    """Model card, checkpoint clean-up, then metrics.json last: its presence marks the run
+    as finished (what a rerun checks before resuming or refusing)."""
+    (out / "README.md").write_text(card, encoding="utf-8")
+    if not keep_checkpoints:
+        shutil.rmtree(checkpoints, ignore_errors=True)
+    tmp = out / (METRICS + ".tmp")
+    tmp.write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(out / METRICS)
 
 
 def _report_split(say: Say, split: str, stats: SplitStats) -> None:
@@ -287,12 +308,7 @@ def train_sft(
     steps_run = state.global_step - (_step_of(resume) or 0)
     train_seconds = output.metrics.get("train_runtime")
     metrics = _metrics(config, result, state.log_history, base_path, train_seconds, steps_run)
-    (out / "README.md").write_text(model_card(config, metrics), encoding="utf-8")
-    if not config.keep_checkpoints:
-        shutil.rmtree(checkpoints, ignore_errors=True)
-    tmp = out / (METRICS + ".tmp")
-    tmp.write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(out / METRICS)  # last: its presence marks the run as finished
+    finish_output(out, checkpoints, model_card(config, metrics), metrics, config.keep_checkpoints)
     return result
 
 

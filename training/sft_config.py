@@ -198,8 +198,13 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def preset(name: str) -> dict[str, Any]:
+def preset_values(presets: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
     """A preset's values as a plain mapping (a YAML file and `--set` apply on top of it)."""
-    if name not in PRESETS:
-        raise SFTConfigError(f"unknown preset '{name}'; known: {', '.join(sorted(PRESETS))}")
-    return {k: list(v) if isinstance(v, list) else v for k, v in PRESETS[name].items()}
+    if name not in presets:
+        raise SFTConfigError(f"unknown preset '{name}'; known: {', '.join(sorted(presets))}")
+    return {k: list(v) if isinstance(v, list) else v for k, v in presets[name].items()}
+
+
+def preset(name: str) -> dict[str, Any]:
+    """An SFT preset's values."""
+    return preset_values(PRESETS, name)
