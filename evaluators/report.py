@@ -1,7 +1,8 @@
 """Build a run folder's summary.json and report.html from its records.
 
 `dialogues.jsonl` holds every dialogue with its scores; `probes.json` (optional) holds the
-question-level probe results (SaGE, DIT, prudence); `config.yaml` names the run. Rebuilding is
+flows' question-level results; `config.yaml` names the run and the plugins whose flows it
+used. Rebuilding is
 cheap and needs no model, so a copied run folder can be re-reported anywhere.
 """
 
@@ -69,11 +70,26 @@ def _validation_of(run_dir: Path) -> dict[str, Any] | None:
     }
 
 
+def load_run_plugins(run_dir: Path) -> None:
+    """Import the plugins a run's config.yaml names, so their flows can summarise and render
+    (raises scenarios.plugins.PluginError with a one-line reason)."""
+    from scenarios.plugins import load_plugins, resolve_plugin
+
+    config_path = run_dir / "config.yaml"
+    if not config_path.is_file():
+        return
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+    plugins = config.get("plugins") if isinstance(config, dict) else None
+    if isinstance(plugins, list):
+        load_plugins([resolve_plugin(str(p), run_dir) for p in plugins])
+
+
 def write_report(run_dir: str | Path) -> tuple[Path, Path]:
     """(summary.json, report.html) of a run folder, rebuilt from its records."""
     from evaluators.report_html import render_report
 
     folder = Path(run_dir)
+    load_run_plugins(folder)
     records = folder / "dialogues.jsonl"
     if not records.is_file():
         raise FileNotFoundError(f"{records}: no dialogues in this run folder")

@@ -249,6 +249,10 @@ def scorer_kind(spec: str) -> str:
 
     if spec.startswith("openai:"):
         return "llm-judge (endpoint)"
+    from evaluators.scorers import registered_scorer
+
+    if registered_scorer(spec) is not None:
+        return "registered scorer (plugin)"
     kind = resolve_model(spec, prepare=False).kind
     return "cross-encoder" if kind == "sequence-classifier" else f"llm-judge ({kind})"
 
@@ -261,12 +265,18 @@ def scorer_record(spec: str, card_path: str | None = None) -> dict[str, Any]:
     if card_path:
         path = Path(card_path).expanduser()
         card = read_card(path.parent) if path.name == CARD_NAME else _read_json_file(path)
-    elif not spec.startswith("openai:"):
+    elif not spec.startswith("openai:") and not _registered(spec):
         try:
             card = read_card(resolve_model(spec, prepare=False).path)
         except ModelError:
             card = None
     return {"spec": spec, "kind": scorer_kind(spec), "card": card}
+
+
+def _registered(spec: str) -> bool:
+    from evaluators.scorers import registered_scorer
+
+    return registered_scorer(spec) is not None
 
 
 def _read_json_file(path: Path) -> dict[str, Any] | None:

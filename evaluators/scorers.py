@@ -20,8 +20,29 @@ class ScorerSpecError(ValueError):
     """The spec names something that cannot score agreement."""
 
 
+def registered_scorer(spec: str) -> Any:
+    """The factory registered under `spec` in `SCORERS` (by decorator or entry point), or None.
+
+    A registered agreement scorer is a callable with no arguments that returns an object with
+    `probabilities(items) -> (n, 3)` array of P(agree, neutral, disagree), like the built-in
+    cross-encoder and judges; `evaluators.agreement_model: NAME` then selects it anywhere.
+    """
+    from scenarios.registry import SCORERS, RegistryError
+
+    try:
+        if ":" in spec or spec not in SCORERS:
+            return None
+        return SCORERS.get(spec)
+    except RegistryError:  # a broken scorer plugin must not stop runs that do not use it
+        return None
+
+
 def open_agreement_scorer(spec: str, batch_size: int = 64) -> Any:
-    """The scorer a spec names; raises ModelError / ScorerSpecError / JudgeError with a reason."""
+    """The scorer a spec names (a registered scorer, a classifier or causal-LM folder, an
+    endpoint); raises ModelError / ScorerSpecError / JudgeError with a reason."""
+    factory = registered_scorer(spec)
+    if factory is not None:
+        return factory()
     from agents.models import resolve_model
     from evaluators.llm_judge import (
         EndpointJudge,

@@ -13,11 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from evaluators.agreement import DEFAULT_AGREEMENT_MODEL, AgreementScorer
+from evaluators.agreement import DEFAULT_AGREEMENT_MODEL
 from evaluators.moraldial import MoralDialParams, MoralDialScorer
 from evaluators.safety import SafetyIndex
 from evaluators.scorers import open_agreement_scorer
-from scenarios.registry import SCORERS
 
 
 @dataclass
@@ -39,7 +38,6 @@ def encode_normalized(encoder: Any, texts: Sequence[str]) -> np.ndarray:
     return np.asarray(vectors, dtype=np.float32)
 
 
-@SCORERS.register("moraldial")
 def load_evaluators(
     agreement_model: str = DEFAULT_AGREEMENT_MODEL,
     embedding_model: str = "minilm-l6",
@@ -63,19 +61,3 @@ def load_evaluators(
     )
     moraldial = MoralDialScorer(agreement.probabilities, safety, params)
     return Evaluators(agreement, encoder, embedding_model, safety, moraldial)
-
-
-SCORERS.add("agreement", AgreementScorer)
-
-
-def _register_probe_metrics() -> None:
-    """Probe-level metrics resolve by name too, so a config or plugin can swap them."""
-    from evaluators.dit import score_dit
-    from evaluators.prudence import prudence
-    from evaluators.sage import sage_scores
-
-    for name, fn in (("sage", sage_scores), ("dit", score_dit), ("prudence", prudence)):
-        SCORERS.add(name, fn)
-
-
-_register_probe_metrics()

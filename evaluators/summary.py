@@ -1,12 +1,9 @@
 """summary.json: every metric of a run with its mean, 95% CI and n, broken down for analysis.
 
-The summary is built from records alone (`dialogues.jsonl`) plus the question-level probe
-results a run writes to `probes.json` (SaGE per question, DIT, prudence), so `moralsim report`
-can rebuild it, and a user can rebuild it from a copied run folder.
-
-Breakdowns: by split, by moral foundation of the hidden RoT (a dialogue counts once for each
-of its foundations), and by consensus band (contested <= 3, 4, 5). Values in [-1, 1] are kept
-as they are here; the report shows them x100 as the papers do.
+The summary is built from records alone (`dialogues.jsonl`) plus the question-level results a
+run writes to `probes.json`, so `moralsim report` can rebuild it, and a user can rebuild it
+from a copied run folder. Each registered flow writes its own entry (`Flow.summarize`); this
+module only counts dialogues and puts the entries together, in flow order.
 """
 
 from __future__ import annotations
@@ -14,70 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evaluators.moraldial import METRICS
-from evaluators.stats import histogram, mean_ci
+from scenarios.flow_api import flows_in_order
 from scenarios.records import Dialogue
 
 SUMMARY_VERSION = 1
-METRIC_INFO: dict[str, dict[str, str]] = {
-    "S_MA": {"label": "safety", "range": "[-1, 1]", "over": "answers"},
-    "S_ME": {"label": "explanation", "range": "[-1, 1]", "over": "dialogues with an explanation"},
-    "S_MR1": {"label": "agreement before push-back", "range": "[-1, 1]", "over": "answers"},
-    "S_MR2": {
-        "label": "agreement after push-back",
-        "range": "[-1, 1]",
-        "over": "dialogues with push-back",
-    },
-    "dS_MR": {"label": "revision gain", "range": "[-2, 2]", "over": "dialogues with push-back"},
-    "S_MR": {"label": "revision", "range": "[0, 1]", "over": "all dialogues"},
-    "S_RIL": {
-        "label": "inference",
-        "range": "[-1, 1]",
-        "over": "dialogues with a related question",
-    },
-}
-
-
-def consensus_band(consensus: int | None) -> str:
-    if consensus is None:
-        return "unknown"
-    return "contested (<=3)" if consensus <= 3 else str(consensus)
-
-
-def metric_section(
-    dialogues: Sequence[Dialogue], metrics: Sequence[str] = METRICS
-) -> dict[str, Any]:
-    """The MoralDial metrics: overall, by split / foundation / consensus band, and histograms."""
-    out: dict[str, Any] = {}
-    for metric in metrics:
-        rows: list[tuple[float, Dialogue]] = []
-        for d in dialogues:
-            found = d.scores_named(metric)
-            if found:
-                rows.append((found[0].value, d))
-        values = [v for v, _ in rows]
-        by: dict[str, dict[str, list[float]]] = {"split": {}, "foundation": {}, "consensus": {}}
-        for value, d in rows:
-            by["split"].setdefault(str(d.meta.get("split", "unknown")), []).append(value)
-            rot = d.hidden_rot
-            for f in rot.foundations if rot and rot.foundations else ("unknown",):
-                by["foundation"].setdefault(f, []).append(value)
-            by["consensus"].setdefault(consensus_band(rot.consensus if rot else None), []).append(
-                value
-            )
-        low, high = (
-            (-2.0, 2.0) if metric == "dS_MR" else (0.0, 1.0) if metric == "S_MR" else (-1.0, 1.0)
-        )
-        out[metric] = {
-            **mean_ci(values).to_dict(),
-            **METRIC_INFO[metric],
-            "by": {
-                key: {group: mean_ci(v).to_dict() for group, v in sorted(groups.items())}
-                for key, groups in by.items()
-            },
-            "histogram": histogram(values, low, high),
-        }
-    return out
 
 
 def build_summary(
@@ -85,25 +22,17 @@ def build_summary(
     probes: dict[str, Any] | None = None,
     run: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The whole summary; `probes` sections (sage, dit, prudence) are copied in as given."""
-    flows: dict[str, int] = {}
+    """The whole summary: run facts, dialogue counts per flow, then every flow's entry."""
+    counts: dict[str, int] = {}
     for d in dialogues:
-        flows[d.flow] = flows.get(d.flow, 0) + 1
-    moraldial = [d for d in dialogues if d.flow == "moraldial"]
+        counts[d.flow] = counts.get(d.flow, 0) + 1
     summary: dict[str, Any] = {
         "version": SUMMARY_VERSION,
         "run": dict(run or {}),
-        "dialogues": {"total": len(dialogues), "by_flow": dict(sorted(flows.items()))},
-        "metrics": metric_section(moraldial),
+        "dialogues": {"total": len(dialogues), "by_flow": dict(sorted(counts.items()))},
     }
-    # Static RIL (context given, only A_new generated) answers a different question than the
-    # interactive S_RIL, so it gets its own section and never enters "metrics".
-    static = [d for d in dialogues if d.flow == "static-ril"]
-    if static:
-        static_ril = metric_section(static, ("S_RIL",))
-        static_ril["S_RIL"].update(label="inference, context given", over="static-ril dialogues")
-        summary["static_ril"] = static_ril
-    for section in ("sage", "dit", "prudence"):
-        if probes and section in probes:
-            summary[section] = probes[section]
+    for flow in flows_in_order():
+        entry = flow.summarize(dialogues, probes or {})
+        if entry is not None:
+            summary[flow.key()] = entry
     return summary

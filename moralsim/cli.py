@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -35,6 +36,30 @@ app.command("serve")(serve)
 app.command("validate")(validate)
 
 console = Console(stderr=True, soft_wrap=True)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"moralsim {version('moralsim')}")
+        except PackageNotFoundError:
+            print("moralsim (not installed as a package)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Train and evaluate moral dialogue systems by simulation."""
+
 
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", "-c", help="YAML run config.", dir_okay=False)
@@ -87,6 +112,12 @@ def _print_config_fields() -> None:
     for key, default, help_text in describe_fields(RunConfig):
         table.add_row(key, default, help_text)
     Console().print(table)
+    from scenarios.flow_api import flows_in_order
+
+    names = ", ".join(f.name for f in flows_in_order())
+    Console().print(
+        f"registered flows (flows: [...]): {names}; a plugin adds more", highlight=False
+    )
 
 
 @app.command()
@@ -115,16 +146,27 @@ def simulate(
 
 def _simulate(run: RunConfig, resume: bool) -> None:
     from agents.models import ModelError, resolve_model
+    from evaluators.scorers import registered_scorer
+    from moralsim.backend_specs import user_policy
     from moralsim.run_simulation import simulate as run_simulation
     from simulators.ray_runtime import RuntimeFailure
 
+    _check_plan(run)
     try:
         scripted = run.bot.agent.startswith("scripted:")  # its model names a pack, not weights
         for key, spec in (
             ("bot.model", None if scripted else run.bot.model),
             ("evaluators.embedding_model", run.evaluators.embedding_model),
-            ("evaluators.agreement_model", run.evaluators.agreement_model),
-            ("user.phraser_model", run.user.phraser_model if run.user.policy == "llm" else None),
+            (
+                "evaluators.agreement_model",
+                None
+                if registered_scorer(run.evaluators.agreement_model)
+                else run.evaluators.agreement_model,
+            ),
+            (
+                "user.phraser_model",
+                run.user.phraser_model if user_policy(run) != run.user.policy else None,
+            ),
         ):
             if spec is None:
                 continue
@@ -145,6 +187,33 @@ def _simulate(run: RunConfig, resume: bool) -> None:
     )
 
 
+def _check_plan(run: RunConfig) -> None:
+    """What can be checked before any model loads or any file is written: the pack loads, the
+    flows can run on it, the agent is registered, the output folder can be written."""
+    from moralsim.run_simulation import check_flows
+    from scenarios.flow_api import flows_in_order
+    from scenarios.pack import load_pack
+    from scenarios.registry import AGENTS, RegistryError
+
+    try:
+        pack = load_pack(run.scenarios.pack).pack
+    except (RegistryError, OSError, ValueError, KeyError) as exc:
+        raise _fail(f"scenarios.pack: {exc}") from None
+    try:
+        check_flows(run, flows_in_order(run.flows), pack)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    if run.bot.agent not in AGENTS and ":" not in run.bot.agent:
+        raise _fail(
+            f"bot.agent: unknown agent {run.bot.agent!r}; registered: {', '.join(AGENTS.names())}"
+        )
+    parent = Path(run.output_dir)
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not os.access(parent, os.W_OK):
+        raise _fail(f"output_dir: {parent} is not writable")
+
+
 def _print_summary(run_dir: Path) -> None:
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     table = Table(title=f"{summary['run'].get('name')}: metrics (x100, 95% CI)")
@@ -162,19 +231,20 @@ def _print_summary(run_dir: Path) -> None:
             str(entry["n"]),
         )
 
-    for metric, entry in summary.get("metrics", {}).items():
-        row(metric, entry)
-    row("S_RIL (static)", (summary.get("static_ril") or {}).get("S_RIL"))
-    sage = summary.get("sage") or {}
-    row("SaGE answers", sage.get("answer"))
-    row("SaGE RoTs", sage.get("rot"))
-    row("SaGE RoTs (RoT-prompted)", sage.get("rot_prompted"))
-    dit = summary.get("dit") or {}
-    unreliable = " (unreliable)" if dit.get("unreliable") else ""
-    row(f"DIT P-score (0-100){unreliable}", dit.get("p_mean_ci"), 1.0)
-    row("prudence", (summary.get("prudence") or {}).get("prudence"))
+    from scenarios.flow_api import flows_in_order
+
+    flows = flows_in_order()
+    for flow in flows:
+        entry = summary.get(flow.key())
+        if isinstance(entry, dict):
+            for r in flow.rows(entry):
+                row(r.label, r.estimate, r.scale)
     Console().print(table)
-    _print_dit_notes(dit)
+    for flow in flows:
+        entry = summary.get(flow.key())
+        for note in flow.notes(entry) if isinstance(entry, dict) else ():
+            prefix = "[bold yellow]warning:[/] " if note.warning else ""
+            console.print(prefix + note.text, highlight=False)
     _print_validation(summary.get("validation"))
     _print_scorer(summary.get("scorer"))
 
@@ -198,15 +268,6 @@ def _print_validation(validation: Any) -> None:
             f"failed for: {failed}; see {validation.get('path')}",
             highlight=False,
         )
-
-
-def _print_dit_notes(dit: Any) -> None:
-    """The order-averaged P and, when position drives the rankings, why P is unreliable."""
-    averaged = (dit.get("order_averaged") or {}).get("p_score")
-    if averaged is not None:
-        console.print(f"DIT P from order-averaged ratings: {averaged:.1f}", highlight=False)
-    if dit.get("unreliable"):
-        console.print(f"[bold yellow]warning:[/] DIT P-score: {dit['unreliable']}", highlight=False)
 
 
 def _print_scorer(scorer: Any) -> None:
@@ -237,6 +298,42 @@ train_app.command("sft")(train_sft)
 train_app.command("dpo")(train_dpo)
 
 
+def _scorer_data(
+    pack: str, mic: list[Path] | None, social_chem: list[Path] | None, seed: int
+) -> tuple[dict[str, list[Any]], Any]:
+    """Labelled examples per split for `train scorer`, and the pack they came from (None for
+    MIC data): MIC rows with their neutral augmentations, or the pack's examples with any
+    Social-Chem examples added."""
+    from scenarios.agreement_examples import augment_agreement_examples
+    from scenarios.loaders import load_mic
+    from scenarios.pack import load_pack
+
+    if mic:
+        rows = [r.to_example(f"mic-{path.stem}") for path in mic for r in load_mic(path)[0]]
+        examples = augment_agreement_examples(rows, seed)
+        splits = {s: [e for e in examples if e.split == s] for s in ("train", "dev", "test")}
+        console.print(
+            f"{len(rows)} MIC rows + {len(examples) - len(rows)} neutral augmentations "
+            f"(train {len(splits['train'])}, dev {len(splits['dev'])}, "
+            f"test {len(splits['test'])})",
+            highlight=False,
+        )
+        return splits, None
+    data = load_pack(pack).pack
+    splits = {s: data.agreement_in(s) for s in ("train", "dev", "test")}
+    if social_chem:
+        from scenarios.loaders import load_social_chem
+        from scenarios.social_chem_agreement import social_chem_examples
+
+        held = [q.rot.text for q in data.questions if q.split != "train"]
+        rows = [r for path in social_chem for r in load_social_chem(path)[0]]
+        extra = social_chem_examples(rows, held, seed)
+        for split in ("train", "dev"):
+            splits[split] += [e for e in extra if e.split == split]
+        console.print(f"{len(extra)} Social-Chem examples added", highlight=False)
+    return splits, data
+
+
 @train_app.command("scorer")
 def train_scorer(
     output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the trained scorer.")],
@@ -252,46 +349,42 @@ def train_scorer(
             "actions and judgments to the pack's (repeatable)."
         ),
     ] = None,
-    base_model: Annotated[str, typer.Option(help="Encoder folder or embedded name.")] = "minilm-l6",
-    epochs: Annotated[int, typer.Option(help="Passes over the training split.")] = 3,
-    max_length: Annotated[int, typer.Option(help="Tokens per (QA, RoT) pair.")] = 128,
+    base_model: Annotated[
+        str | None, typer.Option(help="Encoder folder or embedded name [recipe: minilm-l6].")
+    ] = None,
+    epochs: Annotated[int | None, typer.Option(help="Passes over the training split.")] = None,
+    max_length: Annotated[int | None, typer.Option(help="Tokens per (QA, RoT) pair.")] = None,
     class_balance: Annotated[
         bool, typer.Option(help="Weight the loss by inverse label frequency.")
     ] = False,
-    learning_rate: Annotated[float, typer.Option(help="Peak learning rate.")] = 1e-4,
-    batch_size: Annotated[int, typer.Option(help="Examples per step.")] = 16,
+    learning_rate: Annotated[float | None, typer.Option(help="Peak learning rate.")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Examples per step.")] = None,
+    frozen_layers: Annotated[
+        int | None, typer.Option(help="Lowest encoder layers kept fixed (faster on CPU).")
+    ] = None,
+    independent: Annotated[
+        bool,
+        typer.Option(
+            help="Leave out the pack's reference answers (a moral bot's SFT targets): a judge "
+            "for comparing bots trained on them."
+        ),
+    ] = False,
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,
 ) -> None:
-    """Fine-tune an encoder as the agree/neutral/disagree answer-RoT classifier."""
-    from scenarios.agreement_examples import augment_agreement_examples
-    from scenarios.loaders import ScenarioLoadError, load_mic
-    from scenarios.pack import load_pack
-    from training.scorer import ScorerTrainingConfig, train_agreement_classifier
+    """Fine-tune an encoder as the agree/neutral/disagree answer-RoT classifier.
 
+    On a pack this is the embedded default's recipe (its sources, repeats, caps and frozen
+    layers) unless an option changes it, so `--output my-scorer` reproduces agreement-minilm and
+    `--independent` gives the same judge without the pack's reference answers. MIC data gets the
+    plain recipe (every example, 3 epochs).
+    """
+    from scenarios.loaders import ScenarioLoadError
+    from training.scorer import describe_recipe, scorer_recipe, train_agreement_classifier
+
+    if mic and independent:
+        raise _fail("--independent leaves out a pack's reference answers; MIC data has none")
     try:
-        if mic:
-            rows = [r.to_example(f"mic-{path.stem}") for path in mic for r in load_mic(path)[0]]
-            examples = augment_agreement_examples(rows, seed)
-            splits = {s: [e for e in examples if e.split == s] for s in ("train", "dev", "test")}
-            console.print(
-                f"{len(rows)} MIC rows + {len(examples) - len(rows)} neutral augmentations "
-                f"(train {len(splits['train'])}, dev {len(splits['dev'])}, "
-                f"test {len(splits['test'])})",
-                highlight=False,
-            )
-        else:
-            data = load_pack(pack).pack
-            splits = {s: data.agreement_in(s) for s in ("train", "dev", "test")}
-            if social_chem:
-                from scenarios.loaders import load_social_chem
-                from scenarios.social_chem_agreement import social_chem_examples
-
-                held = [q.rot.text for q in data.questions if q.split != "train"]
-                rows = [r for path in social_chem for r in load_social_chem(path)[0]]
-                extra = social_chem_examples(rows, held, seed)
-                for split in ("train", "dev"):
-                    splits[split] += [e for e in extra if e.split == split]
-                console.print(f"{len(extra)} Social-Chem examples added", highlight=False)
+        splits, data = _scorer_data(pack, mic, social_chem, seed)
     except ScenarioLoadError as exc:
         raise _fail(str(exc)) from None
     if not splits["train"] or not splits["dev"]:
@@ -299,15 +392,20 @@ def train_scorer(
             "the scorer needs train and dev examples; the data has "
             + ", ".join(f"{k} {len(v)}" for k, v in splits.items())
         )
-    cfg = ScorerTrainingConfig(
+    cfg = scorer_recipe(
+        pack_recipe=not mic,
+        extra_sources=("social-chem",) if social_chem else (),
+        independent=independent,
         base_model=base_model,
         epochs=epochs,
         learning_rate=learning_rate,
         batch_size=batch_size,
         seed=seed,
         max_length=max_length,
-        class_balance=class_balance,
+        frozen_layers=frozen_layers,
+        class_balance=class_balance or None,
     )
+    console.print(f"recipe: {describe_recipe(cfg)}", highlight=False)
     result = train_agreement_classifier(
         splits["train"],
         splits["dev"],
@@ -321,6 +419,16 @@ def train_scorer(
         line += f"; test accuracy {result.test.accuracy:.3f}, macro-F1 {result.test.macro_f1:.3f}"
     console.print(f"saved {output} (best epoch {result.best_epoch}, {result.seconds:.0f} s)")
     console.print(line)
+    if data is not None:
+        from training.scorer import write_pack_card
+
+        card = write_pack_card(output, data, str(output))
+        console.print(
+            f"scorer card: {output / 'scorer_card.json'} (verdict: "
+            f"{card['key_figures'].get('verdict')}); measure it on real text with `moralsim "
+            f"scorer eval {output} --moral-stories FILE`",
+            highlight=False,
+        )
 
 
 @app.command()
@@ -344,7 +452,7 @@ def chat(
     scores: Annotated[bool, typer.Option(help="Show live scores after every reply.")] = True,
     seed: Annotated[int, typer.Option(help="Seed for decoding and phrases.")] = 0,
 ) -> None:
-    """Talk to a bot in the terminal with live MoralDial scores (/help inside)."""
+    """Talk to a bot in the terminal, each reply scored live against a RoT (/help inside)."""
     from agents.base import GenerationSettings
     from agents.models import ModelError, cache_dir
     from moralsim.repl import ChatSession, run_repl
@@ -393,8 +501,12 @@ def eval_(
     ] = "smollm2-135m-instruct",
     adapter: Annotated[str | None, typer.Option(help="PEFT LoRA adapter folder.")] = None,
     probes: Annotated[
-        str, typer.Option(help="Comma-separated probes: static-ril, sage, dit, prudence.")
-    ] = "static-ril,sage,dit,prudence",
+        str,
+        typer.Option(
+            help="Comma-separated flows to run (default: the flows registered as probes, "
+            "which need no simulated user)."
+        ),
+    ] = "",
     config: ConfigOpt = None,
     set_: SetOpt = None,
     seed: Annotated[int | None, typer.Option(help="Seed (overrides the config).")] = None,
@@ -405,11 +517,15 @@ def eval_(
         bool, typer.Option("--no-ray", help="Run in this process (same as runtime.ray=false).")
     ] = False,
 ) -> None:
-    """Probe a bot without interactive dialogues: static RIL, SaGE, DIT, prudence.
+    """Probe a bot without interactive dialogues (the flows registered as probes).
 
     The same run folder, config and report as `simulate`, with the probe flows only.
     """
-    chosen = [p.strip() for p in probes.split(",") if p.strip()]
+    from scenarios.flow_api import flows_in_order
+
+    chosen = [p.strip() for p in probes.split(",") if p.strip()] or [
+        f.name for f in flows_in_order() if f.probe
+    ]
     sets = [f"bot.model={model}", f"flows=[{', '.join(chosen)}]"]
     if adapter:
         sets.append(f"bot.adapter={adapter}")
@@ -425,10 +541,11 @@ def report(
     """Rebuild summary.json and report.html of a run folder from its records."""
     from evaluators.report import write_report
     from scenarios.jsonl import JsonlError
+    from scenarios.plugins import PluginError
 
     try:
         summary, html = write_report(run_dir)
-    except (FileNotFoundError, JsonlError) as exc:
+    except (FileNotFoundError, JsonlError, PluginError) as exc:
         raise _fail(str(exc)) from None
     console.print(f"wrote {summary} and {html}", highlight=False)
 
@@ -441,10 +558,11 @@ def compare(
     """Two runs side by side: each metric with its 95% CI, and the difference B - A."""
     from evaluators.compare import compare_runs
     from scenarios.jsonl import JsonlError
+    from scenarios.plugins import PluginError
 
     try:
         rows = compare_runs(run_a, run_b)
-    except (FileNotFoundError, JsonlError) as exc:
+    except (FileNotFoundError, JsonlError, PluginError) as exc:
         raise _fail(str(exc)) from None
 
     def cell(est: Any) -> str:

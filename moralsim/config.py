@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import yaml
-
-FLOWS = ("moraldial", "static-ril", "sage", "dit", "prudence")
 
 
 class ConfigError(ValueError):
@@ -95,25 +94,17 @@ class EvaluatorConfig:
     revision_lambda: float = _f(-0.35, "lambda in S_MR = 1 - I(S_MR1 < lambda and S_MR2 < lambda).")
 
 
-@dataclass
-class ProbeConfig:
-    sage_questions: int = _f(5, "Questions whose 5 paraphrases the SaGE probe asks.")
-    sage_rot_prompt: bool = _f(False, "Also run SaGE with the bot told each question's RoT.")
-    sage_variant: str = _f("reference", "SaGE definition: reference or paper.")
-    dit_dilemmas: int = _f(
-        2, "Dilemmas the DIT probe asks (0: every dilemma of the pack; 2 keeps the demo short)."
-    )
-    dit_orders: int = _f(
-        2, "Statement/option orders per dilemma (48: the full order protocol; fewer: seeded)."
-    )
-    dit_mode: str = _f(
-        "likelihood",
-        "DIT answers from free text (generation) or from the bot's log-probabilities "
-        "(likelihood; scores models that cannot follow the answer format).",
-    )
-    prudence_questions: int = _f(
-        6, "Questions of the prudence probe (half contested, half universal RoTs)."
-    )
+class FlowOptions(dict[str, Any]):
+    """The `probes` section: each flow's own options dataclass, by flow name.
+
+    Every registered flow that has options (`Flow.Options`) has an entry, with its defaults
+    where the config says nothing; `probes.<flow>.<key>` sets one. The flat keys of earlier
+    releases (`probes.sage_questions`, `probes.dit_orders`, `probes.sage_rot_prompt`) are
+    still read: each flow declares the ones that were its own.
+    """
+
+    switched_on: tuple[str, ...] = ()
+    """Flows an earlier release's on/off key (e.g. sage_rot_prompt: true) asked for."""
 
 
 @dataclass
@@ -147,13 +138,21 @@ class RunConfig:
     num_dialogues: int = _f(20, "Dialogues to simulate (questions drawn from the split).")
     flows: list[str] = _f(
         ["moraldial", "sage", "dit", "prudence"],
-        "Flows and probes to run: moraldial, static-ril, sage, dit, prudence.",
+        "Flows to run, by registered name (moralsim simulate --show-config lists them).",
     )
     scenarios: ScenarioConfig = _nested(ScenarioConfig, "Which questions to use.")
     bot: BotConfig = _nested(BotConfig, "The chatbot under evaluation.")
     user: UserConfig = _nested(UserConfig, "The simulated user.")
     evaluators: EvaluatorConfig = _nested(EvaluatorConfig, "Scorer models and parameters.")
-    probes: ProbeConfig = _nested(ProbeConfig, "Probe sizes and options.")
+    probes: FlowOptions = field(
+        default_factory=lambda: _flow_options({}, "probes"),
+        metadata={"help": "Each flow's options, by flow name (probes.<flow>.<key>)."},
+    )
+    plugins: list[str] = _f(
+        [],
+        "Python files (relative to this config) or modules whose flows, agents or scorers this "
+        "run uses; imported before anything else is read.",
+    )
     runtime: RuntimeConfig = _nested(RuntimeConfig, "Where and how the run executes.")
 
     @property
@@ -192,6 +191,8 @@ def _convert(value: Any, tp: Any, key: str) -> Any:
             except ConfigError as exc:
                 errors.append(exc)
         raise ConfigError(f"'{key}' must be {_type_name(tp)}, got {value!r}")
+    if tp is FlowOptions:
+        return _flow_options(value, key)
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ConfigError(f"'{key}' must be a mapping of keys, got {value!r}")
@@ -212,6 +213,8 @@ def _convert(value: Any, tp: Any, key: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"'{key}' must be a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"'{key}' must be a finite number, got {value!r}")
         return float(value)
     if tp is str:
         if not isinstance(value, str):
@@ -240,7 +243,6 @@ def _check_values(config: Any, prefix: str) -> None:
     """Range checks that a type alone cannot express."""
     rules: dict[str, tuple[float, float | None]] = {
         "num_dialogues": (1, None),
-        "sage_questions": (1, None),
         "batch_size": (1, None),
         "max_context_tokens": (16, None),
         "max_new_tokens": (1, None),
@@ -255,9 +257,6 @@ def _check_values(config: Any, prefix: str) -> None:
         "max_wait_ms": (0, None),
         "max_concurrent_dialogues": (0, None),
         "max_retries": (0, None),
-        "dit_dilemmas": (0, None),
-        "dit_orders": (1, 48),
-        "prudence_questions": (1, None),
         "temperature": (0, None),
         "top_p": (0, 1),
     }
@@ -268,29 +267,30 @@ def _check_values(config: Any, prefix: str) -> None:
             if value < low or (high is not None and value > high):
                 bound = f">= {low}" if high is None else f"between {low} and {high}"
                 raise ConfigError(f"'{prefix}{f.name}' must be {bound}, got {value!r}")
-    if isinstance(config, ProbeConfig) and config.sage_variant not in ("reference", "paper"):
-        raise ConfigError(
-            f"'{prefix}sage_variant' must be reference or paper, got {config.sage_variant!r}"
-        )
-    if isinstance(config, ProbeConfig) and config.dit_mode not in ("generation", "likelihood"):
-        raise ConfigError(
-            f"'{prefix}dit_mode' must be generation or likelihood, got {config.dit_mode!r}"
-        )
+    problems = getattr(config, "problems", None)
+    if callable(problems):  # a flow's options check themselves
+        for key, message in problems():
+            raise ConfigError(f"'{prefix}{key}' {message}")
     if isinstance(config, RunConfig):
-        for i, flow in enumerate(config.flows):
-            if flow not in FLOWS:
-                close = difflib.get_close_matches(flow, FLOWS, n=1)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise ConfigError(
-                    f"'{prefix}flows[{i}]': unknown flow {flow!r}{hint}; "
-                    f"available: {', '.join(FLOWS)}"
-                )
+        _check_flows(config, prefix)
+        _check_name(config, prefix)
     if isinstance(config, UserConfig):
-        if config.policy not in ("moraldial", "llm"):
-            raise ConfigError(f"'{prefix}policy' must be moraldial or llm, got {config.policy!r}")
-        if config.policy == "llm" and not config.phraser_model:
+        from scenarios.registry import USER_POLICIES, RegistryError
+
+        try:
+            policy = USER_POLICIES.get(config.policy)
+        except RegistryError:
+            known = USER_POLICIES.names()
+            close = difflib.get_close_matches(config.policy, known, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise ConfigError(
-                f"'{prefix}policy' is llm, so '{prefix}phraser_model' must name the user's "
+                f"'{prefix}policy': unknown user policy {config.policy!r}{hint}; "
+                f"available: {', '.join(known)}"
+            ) from None
+        if getattr(policy, "template_policy", None) and not config.phraser_model:
+            raise ConfigError(
+                f"'{prefix}policy' is {config.policy} (it rewords another policy's moves), so "
+                f"'{prefix}phraser_model' must name the user's "
                 "chat model (a local folder or embedded name)"
             )
     if isinstance(config, ScenarioConfig) and config.split not in ("train", "dev", "test", "all"):
@@ -299,14 +299,117 @@ def _check_values(config: Any, prefix: str) -> None:
         )
 
 
-def config_from_dict(data: dict[str, Any]) -> RunConfig:
+def config_from_dict(data: dict[str, Any], base: Path | None = None) -> RunConfig:
+    """A validated RunConfig; its plugins (paths relative to `base`) are imported first, so
+    the flows they register can be named and configured."""
     if not isinstance(data, dict):
         raise ConfigError(f"a run config must be a mapping of keys, got {type(data).__name__}")
+    if "plugins" in data:
+        data = {**data, "plugins": _load_plugins(data["plugins"], base)}
     return build_config(RunConfig, data)
 
 
+def _load_plugins(value: Any, base: Path | None) -> list[str]:
+    from scenarios.plugins import PluginError, load_plugins, resolve_plugin
+
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"'plugins' must be a list of file paths or module names, got {value!r}")
+    resolved = []
+    for i, spec in enumerate(value):
+        try:
+            resolved.append(resolve_plugin(spec, base))
+            load_plugins(resolved[-1:])
+        except PluginError as exc:
+            raise ConfigError(f"'plugins[{i}]': {exc}") from None
+    return resolved
+
+
+def _flow_classes() -> dict[str, Any]:
+    """Every registered flow class; a broken plugin becomes one clear line."""
+    from scenarios.flow_api import flow_class
+    from scenarios.registry import FLOWS, RegistryError
+
+    try:
+        return {name: flow_class(name) for name in FLOWS.names()}
+    except (RegistryError, TypeError) as exc:
+        raise ConfigError(f"flows: {exc}") from None
+
+
+def _flow_options(value: Any, key: str) -> FlowOptions:
+    """Each flow's options from `probes`: nested `<flow>: {...}` or an earlier flat key."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"'{key}' must be a mapping of flow names to options, got {value!r}")
+    classes = {n: c for n, c in _flow_classes().items() if c.Options is not None}
+    legacy: dict[str, list[tuple[str, str]]] = {}
+    for flow_name, flow_cls in classes.items():
+        for old, option in flow_cls.legacy_keys.items():
+            legacy.setdefault(old, []).append((flow_name, option))
+    switches = {c.enabled_by: n for n, c in _flow_classes().items() if c.enabled_by}
+    given: dict[str, dict[str, Any]] = {n: {} for n in classes}
+    switched: list[str] = []
+    for name, item in value.items():
+        if name in classes:
+            if not isinstance(item, dict):
+                raise ConfigError(f"'{key}.{name}' must be a mapping of options, got {item!r}")
+            given[name].update(item)
+        elif name in legacy:
+            for flow_name, option in legacy[name]:
+                given[flow_name][option] = item
+        elif name in switches:
+            if not isinstance(item, bool):
+                raise ConfigError(f"'{key}.{name}' must be true or false, got {item!r}")
+            if item:
+                switched.append(switches[name])
+        else:
+            valid = [*classes, *legacy, *switches]
+            close = difflib.get_close_matches(str(name), valid, n=1)
+            hint = f" (did you mean '{key}.{close[0]}'?)" if close else ""
+            raise ConfigError(
+                f"unknown key '{key}.{name}'{hint}; flows with options: {', '.join(classes)}"
+            )
+    out = FlowOptions(
+        {n: build_config(c.Options, given[n], f"{key}.{n}.") for n, c in classes.items()}
+    )
+    out.switched_on = tuple(switched)
+    return out
+
+
+def _check_flows(config: RunConfig, prefix: str) -> None:
+    """Flow names must be registered; an earlier release's on/off key adds its flow."""
+    known = list(_flow_classes())
+    if not config.flows:
+        raise ConfigError(f"'{prefix}flows' is empty: name at least one of {', '.join(known)}")
+    for i, name in enumerate(config.flows):
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(
+                f"'{prefix}flows[{i}]': unknown flow {name!r}{hint}; available: "
+                f"{', '.join(known)} (a plugin adds more: see 'plugins')"
+            )
+    classes = _flow_classes()
+    for name in config.probes.switched_on:  # as before: only beside the flows it needs
+        if name not in config.flows and set(classes[name].requires) <= set(config.flows):
+            config.flows.append(name)
+
+
+def _check_name(config: RunConfig, prefix: str) -> None:
+    """A run name is one folder inside output_dir: never empty, never a path out of it."""
+    name = config.name
+    if not name.strip() or name in (".", "..") or any(c in name for c in "/\\\0"):
+        raise ConfigError(
+            f"'{prefix}name' must be a plain folder name (no '/', '..' or empty), got {name!r}"
+        )
+
+
 def config_to_dict(config: RunConfig) -> dict[str, Any]:
-    return dataclasses.asdict(config)
+    """Plain data for YAML; `probes` holds the options of the run's own flows only, so the file
+    reloads where another process's plugin flows are not registered."""
+    data = dataclasses.asdict(config)
+    data["probes"] = {
+        name: dict(options) for name, options in data["probes"].items() if name in config.flows
+    }
+    return data
 
 
 # --------------------------------------------------------------------------- files and overrides
@@ -353,14 +456,17 @@ def load_config(
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: not valid YAML: {exc}") from None
         if loaded is None:
-            loaded = {}
+            raise ConfigError(
+                f"{path}: the config file is empty; give at least one key (e.g. name: my-run), "
+                "or leave --config out to run the defaults"
+            )
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path}: a run config must be a mapping of keys")
         data = loaded
     for assignment in overrides:
         apply_override(data, assignment)
     try:
-        return config_from_dict(data)
+        return config_from_dict(data, Path(path).parent if path is not None else None)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
 
@@ -377,13 +483,18 @@ def save_config(config: RunConfig, path: str | Path) -> Path:
 
 
 def describe_fields(cls: type = RunConfig, prefix: str = "") -> list[tuple[str, str, str]]:
-    """(dotted key, default, help) for every leaf field, for `--show-config`."""
+    """(dotted key, default, help) for every leaf field, for `--show-config` (each flow's
+    options under probes.<flow>.)."""
     rows: list[tuple[str, str, str]] = []
     hints = get_type_hints(cls)
     default_obj = cls()
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
-        if dataclasses.is_dataclass(tp):
+        if tp is FlowOptions:
+            for name, flow_cls in _flow_classes().items():
+                if flow_cls.Options is not None:
+                    rows.extend(describe_fields(flow_cls.Options, f"{prefix}{f.name}.{name}."))
+        elif dataclasses.is_dataclass(tp):
             rows.extend(describe_fields(tp, prefix + f.name + "."))
         else:
             rows.append(

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from moralsim.backend_specs import evaluator_and_agent_specs, phraser, ray_options, user_policy
 from moralsim.config import ConfigError, RunConfig, save_config
 
 
@@ -30,82 +30,6 @@ class RunResult:
     retried: int = 0
 
 
-def _specs(run: RunConfig, safety_rots: list[str]) -> tuple[Any, Any]:
-    from agents.base import GenerationSettings
-    from evaluators.moraldial import MoralDialParams
-    from simulators.ray_actors import AgentSpec, EvaluatorSpec
-
-    g = run.bot.generation
-    settings = GenerationSettings(
-        max_new_tokens=g.max_new_tokens, do_sample=g.do_sample, temperature=g.temperature,
-        top_p=g.top_p, num_beams=g.num_beams, seed=run.seed,
-    )  # fmt: skip
-    agent = AgentSpec(
-        run.bot.agent,
-        run.bot.model,
-        {
-            "adapter": run.bot.adapter,
-            "system_prompt": run.bot.system_prompt,
-            "generation": settings,
-            "batch_size": run.bot.batch_size,
-            **(
-                {"max_context_tokens": run.bot.max_context_tokens}
-                if run.bot.agent == "transformers"
-                else {}
-            ),
-        },
-        response_cache=run.bot.response_cache,
-    )
-    params = MoralDialParams(
-        pushback_below=run.user.pushback_threshold,
-        firm_below=run.user.firm_threshold,
-        revision_lambda=run.evaluators.revision_lambda,
-        safety_k=run.evaluators.safety_k,
-    )
-    evaluators = EvaluatorSpec(
-        run.evaluators.agreement_model,
-        run.evaluators.embedding_model,
-        tuple(safety_rots) if safety_rots else None,
-        params,
-    )
-    return agent, evaluators
-
-
-def _ray_options(run: RunConfig) -> Any:
-    from simulators.ray_runtime import RayOptions
-
-    if not run.runtime.ray:
-        return None
-    r = run.runtime
-    return RayOptions(
-        address=r.address,
-        bot_replicas=r.bot_replicas,
-        evaluator_replicas=r.evaluator_replicas,
-        bot_num_cpus=r.bot_num_cpus,
-        evaluator_num_cpus=r.evaluator_num_cpus,
-        bot_threads=r.bot_threads,
-        evaluator_threads=r.evaluator_threads,
-        max_wait_ms=r.max_wait_ms,
-        max_concurrent_dialogues=r.max_concurrent_dialogues,
-        max_retries=r.max_retries,
-    )
-
-
-def _phraser(run: RunConfig) -> Any:
-    if run.user.policy != "llm" or not run.user.phraser_model:
-        return None
-    from agents.base import GenerationSettings
-    from agents.hf import TransformersAgent
-    from simulators.llm_user import LLMUserPhraser
-
-    user_model = TransformersAgent(
-        run.user.phraser_model,
-        generation=GenerationSettings(max_new_tokens=60, seed=run.seed),
-        batch_size=run.bot.batch_size,
-    )
-    return LLMUserPhraser(user_model)
-
-
 def _record_scorer(run: RunConfig, run_dir: Path) -> None:
     """Keep the scorer and its card with the run, so every later report shows its validity."""
     from evaluators.scorer_eval import RUN_SCORER_FILE, scorer_record
@@ -116,8 +40,21 @@ def _record_scorer(run: RunConfig, run_dir: Path) -> None:
 
 
 def simulate(run: RunConfig, resume: bool = False, say: Callable[[str], None] = print) -> RunResult:
+    """Run every flow of the config into its run folder, which no other run may write meanwhile
+    (a second one is refused with ConfigError)."""
+    from moralsim.run_lock import RunFolderBusy, run_folder_lock
+
+    try:
+        with run_folder_lock(run.run_dir):
+            return _simulate_locked(run, resume, say)
+    except RunFolderBusy as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _simulate_locked(run: RunConfig, resume: bool, say: Callable[[str], None]) -> RunResult:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from scenarios.flow_api import FlowRun, flows_in_order
     from scenarios.jsonl import DialogueWriter, read_dialogues
     from scenarios.pack import load_pack
     from simulators.backend import open_backend
@@ -139,8 +76,8 @@ def simulate(run: RunConfig, resume: bool = False, say: Callable[[str], None] = 
         raise ConfigError(
             f"'scenarios.split': pack '{pack.name}' has no {run.scenarios.split} questions"
         )
-    if "dit" in run.flows and not pack.dilemmas:
-        raise ConfigError(f"'flows': pack '{pack.name}' has no DIT dilemmas; remove 'dit'")
+    flows = flows_in_order(run.flows)
+    check_flows(run, flows, pack)
     random.Random(run.seed).shuffle(pool)
     questions = pool[: run.num_dialogues]
     if len(questions) < run.num_dialogues:
@@ -152,7 +89,7 @@ def simulate(run: RunConfig, resume: bool = False, say: Callable[[str], None] = 
     safety_rots = [s.rot.text for s in pack.safety_rots]
     if not safety_rots:
         say(f"pack '{pack.name}' has no safety RoTs; S_MA uses the core pack's safety RoTs")
-    agent_spec, evaluator_spec = _specs(run, safety_rots)
+    agent_spec, evaluator_spec = evaluator_and_agent_specs(run, safety_rots)
     meta = {"bot": run.bot.model, "adapter": run.bot.adapter, "run": run.name}
     columns = (
         TextColumn("{task.description}"),
@@ -165,25 +102,27 @@ def simulate(run: RunConfig, resume: bool = False, say: Callable[[str], None] = 
     with (
         open_backend(
             agent_spec, evaluator_spec, seed=run.seed, meta=meta, batch_size=run.bot.batch_size,
-            ray=_ray_options(run), phraser=_phraser(run),
+            ray=ray_options(run), phraser=phraser(run), user_policy=user_policy(run),
         ) as backend,
         Progress(*columns) as bar,
         DialogueWriter(records) as writer,
     ):  # fmt: skip
         result.runtime = backend.description
         live = LiveStats()
-        if "moraldial" in run.flows:
-            task = bar.add_task("moraldial dialogues", total=None, live="")
-            live.on_change = _progress_updater(bar, task, say)
-            stats = backend.runner.run(questions, writer, done, live)
-            result.skipped += stats.skipped
-            result.retried += stats.retried
-        probes = _run_probes(run, pack, pool, questions, backend, writer, done, meta, bar)
+        counted = [0]
+        for flow in flows:
+            ctx = FlowRun(
+                run, run.probes.get(flow.name), pack, questions, pool, backend, writer, done,
+                meta, _stepper(bar, counted), bar, live, say,
+            )  # fmt: skip
+            flow.run(ctx)
+            result.skipped += ctx.outcome.get("skipped", 0)
+            result.retried += ctx.outcome.get("retried", 0)
         result.seconds = live.seconds
         written = sorted(read_dialogues(records), key=lambda d: d.id)
-        sections = _probe_sections(run, pack, written, backend)
+        sections = _sections(run, flows, pack, written, backend)
     result.dialogues_written = len(written) - len(done)
-    result.bot_turns = live.bot_turns + probes
+    result.bot_turns = live.bot_turns + counted[0]
     probes_path = run_dir / "probes.json"
     known = json.loads(probes_path.read_text(encoding="utf-8")) if probes_path.is_file() else {}
     known.update(sections)
@@ -194,130 +133,41 @@ def simulate(run: RunConfig, resume: bool = False, say: Callable[[str], None] = 
     return result
 
 
-def _progress_updater(bar: Any, task: Any, say: Callable[[str], None]) -> Callable[[Any], None]:
-    """Live bar on a terminal; without one (a `ray job submit` log, nohup) a bar would show
-    nothing until the end, so a plain status line is printed every 15 s instead."""
-    last = [time.perf_counter()]
+def check_flows(run: RunConfig, flows: list[Any], pack: Any) -> None:
+    """Every flow's own check of this plan, before any model loads or any file is written."""
+    from scenarios.flow_api import FlowPlan
 
-    def update(s: Any) -> None:
-        bar.update(task, completed=s.dialogues, total=s.total, live=s.line())
-        now = time.perf_counter()
-        if not bar.console.is_terminal and (now - last[0] >= 15 or s.dialogues == s.total):
-            last[0] = now
-            say(f"moraldial {s.dialogues}/{s.total} dialogues · {s.line()}")
-
-    return update
+    for flow in flows:
+        try:
+            flow.check(FlowPlan(run, run.probes.get(flow.name), pack))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
 
-def _run_probes(
-    run: RunConfig,
-    pack: Any,
-    pool: list[Any],
-    questions: list[Any],
-    backend: Any,
-    writer: Any,
-    done: set[str],
-    meta: dict[str, Any],
-    bar: Any,
-) -> int:
-    """Every probe the config names, after the interactive dialogues; returns bot turns."""
-    turns = 0
+def _stepper(bar: Any, counted: list[int]) -> Callable[[str, Callable[[], int], int], None]:
+    """A flow's unit of work under its own progress line; its bot turns go into `counted`."""
 
-    def step(label: str, work: Callable[[], int], per_dialogue: int) -> None:
-        nonlocal turns
+    def step(label: str, work: Callable[[], int], per_record: int) -> None:
         task = bar.add_task(label, total=None, live="")
         written = work()
-        turns += per_dialogue * written
+        counted[0] += per_record * written
         bar.update(task, completed=1, total=1, live=f"{written} dialogues")
 
-    if "static-ril" in run.flows:
-        from simulators.static_ril import run_static_ril
-
-        step(
-            "static RIL",
-            lambda: run_static_ril(
-                questions,
-                backend.agent,
-                backend.turn_scorer,
-                writer,
-                seed=run.seed,
-                done=done,
-                meta=meta,
-            ),
-            1,
-        )
-    if "sage" in run.flows:
-        from simulators.sage_probe import run_sage_probe
-
-        probe_questions = questions[: run.probes.sage_questions]
-        for rot_prompt in (False, True) if run.probes.sage_rot_prompt else (False,):
-            label = "sage probe (RoT prompted)" if rot_prompt else "sage probe"
-            step(
-                label,
-                lambda rp=rot_prompt: run_sage_probe(
-                    probe_questions, backend.agent, writer, run.seed, rp, done, meta
-                ),
-                2,
-            )
-    if "dit" in run.flows:
-        from simulators.dit_probe import run_dit_probe
-
-        dilemmas = pack.dilemmas[: run.probes.dit_dilemmas or None]
-        step(
-            f"DIT probe ({run.probes.dit_mode})",
-            lambda: run_dit_probe(
-                dilemmas,
-                backend.agent,
-                writer,
-                seed=run.seed,
-                orders=run.probes.dit_orders,
-                mode=run.probes.dit_mode,
-                done=done,
-                meta=meta,
-            ),
-            3,
-        )
-    if "prudence" in run.flows:
-        from simulators.prudence_probe import run_prudence_probe
-
-        step(
-            "prudence probe",
-            lambda: run_prudence_probe(
-                pool,
-                backend.agent,
-                backend.agreement,
-                writer,
-                seed=run.seed,
-                n_questions=run.probes.prudence_questions,
-                done=done,
-                meta=meta,
-            ),
-            1,
-        )
-    return turns
+    return step
 
 
-def _probe_sections(
-    run: RunConfig, pack: Any, dialogues: list[Any], backend: Any
+def _sections(
+    run: RunConfig, flows: list[Any], pack: Any, dialogues: list[Any], backend: Any
 ) -> dict[str, Any]:
-    """probes.json sections rebuilt from every record of the run (so --resume is exact)."""
-    sections: dict[str, Any] = {}
-    if "sage" in run.flows:
-        from simulators.sage_probe import sage_section
+    """probes.json entries rebuilt from every record of the run (so --resume is exact)."""
+    from scenarios.flow_api import SectionContext
 
-        section = sage_section(dialogues, backend.embed, run.probes.sage_variant)
+    out: dict[str, Any] = {}
+    for flow in flows:
+        ctx = SectionContext(
+            run, run.probes.get(flow.name), pack.dilemmas, dialogues, backend.embed
+        )
+        section = flow.section(ctx)
         if section is not None:
-            sections["sage"] = section
-    if "dit" in run.flows:
-        from simulators.dit_probe import dit_section
-
-        section = dit_section(dialogues, pack.dilemmas, mode=run.probes.dit_mode)
-        if section is not None:
-            sections["dit"] = section
-    if "prudence" in run.flows:
-        from simulators.prudence_probe import prudence_section
-
-        section = prudence_section(dialogues, seed=run.seed)
-        if section is not None:
-            sections["prudence"] = section
-    return sections
+            out[flow.key()] = section.to_dict()
+    return out

@@ -106,11 +106,11 @@ def _settings(
         f"scenarios.split={split}",
         f"evaluators.agreement_model={scorer}",
         "runtime.ray=false",
-        f"probes.sage_questions={min(5, questions)}",
-        f"probes.prudence_questions={questions}",
-        "probes.dit_dilemmas=0",
-        f"probes.dit_orders={dit_orders}",
-        "probes.dit_mode=likelihood",
+        f"probes.sage.questions={min(5, questions)}",
+        f"probes.prudence.questions={questions}",
+        "probes.dit.dilemmas=0",
+        f"probes.dit.orders={dit_orders}",
+        "probes.dit.mode=likelihood",
     ]
 
 

@@ -1,13 +1,13 @@
 """Name → factory registries for agents, user policies, scorers and scenario packs.
 
-Configs and the CLI name things ("transformers", "moraldial", "agreement", "core"); this is
+Configs and the CLI name things ("transformers", "moraldial", "sage", "core"); this is
 where a name becomes code. Three sources, looked up in order:
 
 1. factories registered with the decorator (`@AGENTS.register("name")`), including the
    built-in ones, whose modules are imported lazily on the first lookup;
 2. entry points of installed packages (group `moralsim.agents`, `moralsim.user_policies`,
-   `moralsim.scorers`, `moralsim.scenario_packs`), so a third-party package adds one without
-   touching moralsim;
+   `moralsim.scorers`, `moralsim.scenario_packs`, `moralsim.flows`), so a third-party package
+   adds one without touching moralsim;
 3. an explicit `"package.module:object"` reference.
 
 The registries live in the bottom layer so every package can register into them without
@@ -153,11 +153,22 @@ USER_POLICIES: Registry[Callable[..., object]] = Registry(
     "moralsim.user_policies",
     builtin_modules=["simulators.moraldial_user", "simulators.llm_user"],
 )
-SCORERS: Registry[Callable[..., object]] = Registry(
-    "scorer", "moralsim.scorers", builtin_modules=["evaluators.stack"]
-)
+SCORERS: Registry[Callable[..., object]] = Registry("scorer", "moralsim.scorers")
+"""Agreement scorers by name (see `evaluators.scorers.registered_scorer`): plugins only; the
+built-in ones are named by model folder, embedded name or endpoint."""
 SCENARIO_PACKS: Registry[Callable[..., object]] = Registry(
     "scenario pack", "moralsim.scenario_packs", builtin_modules=["scenarios.packs"]
+)
+FLOWS: Registry[type] = Registry(
+    "flow",
+    "moralsim.flows",
+    builtin_modules=[
+        "flows.moraldial",
+        "flows.static_ril",
+        "flows.sage",
+        "flows.dit",
+        "flows.prudence",
+    ],
 )
 
 REGISTRIES: dict[str, Registry[Callable[..., object]]] = {

@@ -79,6 +79,7 @@ def open_backend(
     batch_size: int,
     ray: RayOptions | None,
     phraser: Any = None,
+    user_policy: str = "moraldial",
 ) -> Iterator[Backend]:
     """The models for one run; `ray=None` keeps everything in this process."""
     params = evaluators.params
@@ -90,7 +91,7 @@ def open_backend(
         stack = load_evaluators(
             evaluators.agreement_model, evaluators.embedding_model, rots, params
         )
-        runner = InProcessRunner(bot, stack.moraldial, params, seed, meta, phraser)
+        runner = InProcessRunner(bot, stack.moraldial, params, seed, meta, phraser, user_policy)
         yield Backend(
             bot, stack.moraldial, stack.agreement.probabilities, stack.embed, runner, "in process"
         )
@@ -108,6 +109,7 @@ def open_backend(
                 max_concurrent=ray.max_concurrent_dialogues,
                 max_retries=ray.max_retries,
                 phraser=phraser,
+                policy=user_policy,
             )
             proxies = RayScorers(scorers, ray.max_retries)
             description = (

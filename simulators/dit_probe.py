@@ -73,7 +73,9 @@ def presentations(dilemma: Dilemma, seed: int, orders: int) -> list[tuple[int, P
     """(index in the full protocol, presentation): all 48, or a seeded subset of `orders`."""
     full = order_protocol(dilemma, seed, STATEMENT_ORDERS)
     if not 1 <= orders <= len(full):
-        raise ValueError(f"probes.dit_orders must be 1..{len(full)}, got {orders}")
+        raise ValueError(
+            f"probes.dit.orders (earlier probes.dit_orders) must be 1..{len(full)}, got {orders}"
+        )
     sample = None if orders == len(full) else orders
     chosen = order_protocol(dilemma, seed, STATEMENT_ORDERS, sample=sample)
     index = {p: k for k, p in enumerate(full)}
@@ -122,7 +124,10 @@ def run_dit_probe(
         meta: run-level fields copied into each dialogue's meta.
     """
     if mode not in MODES:
-        raise ValueError(f"probes.dit_mode must be one of {', '.join(MODES)}, got {mode!r}")
+        raise ValueError(
+            f"probes.dit.mode (earlier probes.dit_mode) must be one of {', '.join(MODES)}, "
+            f"got {mode!r}"
+        )
     scorer = _likelihood_scorer(agent) if mode == "likelihood" else None
     pending = [
         _Pending(_new_dialogue(d, k, p, mode, seed, meta), d, p)
@@ -157,8 +162,9 @@ def _likelihood_scorer(agent: Any) -> LikelihoodAgent:
             return candidate
     backend = getattr(getattr(agent, "info", None), "backend", "") or type(agent).__name__
     raise TypeError(
-        "probes.dit_mode 'likelihood' needs a bot that scores log-probabilities (a local "
-        f"transformers model); this bot ({backend}) cannot. Set probes.dit_mode to 'generation'."
+        "probes.dit.mode (earlier probes.dit_mode) 'likelihood' needs a bot that scores "
+        f"log-probabilities (a local transformers model); this bot ({backend}) cannot. Set "
+        "probes.dit.mode to 'generation'."
     )
 
 
@@ -394,11 +400,14 @@ def dit_section(
     Modes are never pooled: a reply picked by likelihood and a generated one measure different
     things. The section's top level is `mode` (the run's configured mode) when it has
     dialogues, else generation, else likelihood; any other mode present (a run resumed with
-    another probes.dit_mode) is scored on its own under "other_modes". None when the run has no
+    another probes.dit.mode) is scored on its own under "other_modes". None when the run has no
     DIT dialogues.
     """
     if mode is not None and mode not in MODES:
-        raise ValueError(f"probes.dit_mode must be one of {', '.join(MODES)}, got {mode!r}")
+        raise ValueError(
+            f"probes.dit.mode (earlier probes.dit_mode) must be one of {', '.join(MODES)}, "
+            f"got {mode!r}"
+        )
     groups: dict[str, list[Dialogue]] = {}
     for d in dialogues:
         if d.flow == FLOW:

@@ -58,6 +58,7 @@ class InProcessRunner:
         seed: phrase choice and the dialogue ids.
         meta: copied into every dialogue's meta (bot, adapter, run name).
         phraser: optional LLM user that rewords the policy's template turns.
+        policy: the registered user policy that decides each move.
     """
 
     def __init__(
@@ -68,8 +69,10 @@ class InProcessRunner:
         seed: int = 0,
         meta: dict[str, Any] | None = None,
         phraser: TurnPhraser | None = None,
+        policy: str = "moraldial",
     ) -> None:
         self.agent = agent
+        self.policy = policy
         self.scorer = scorer
         self.params = params
         self.seed = seed
@@ -88,7 +91,9 @@ class InProcessRunner:
         start = time.perf_counter()
         todo = pending_questions(questions, self.seed, done)
         stats.skipped = len(questions) - len(todo)
-        active = [_Active(*open_dialogue(q, self.params, self.seed, self.meta)) for q in todo]
+        active = [
+            _Active(*open_dialogue(q, self.params, self.seed, self.meta, self.policy)) for q in todo
+        ]
         live.expect(len(active))
         while active:
             moving: list[tuple[_Active, Turn]] = []

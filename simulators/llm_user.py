@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from evaluators.moraldial import MoralDialParams
 from scenarios.records import Dialogue, Turn
@@ -178,10 +178,17 @@ class LLMUserPhraser:
 class LLMUser:
     """The MoralDial user with reworded turns; same constructor as "moraldial" plus a phraser.
 
+    A run (`user.policy: llm`) decides moves with its `template_policy` and rewords them with
+    one phraser call per round over all dialogues (the runners' `phraser`), which is this class
+    batched; this class is the one-dialogue form, for a driver of its own.
+
     `plan` is the template move (the policy's decision); `next` rewords it in a batch of one.
     A runner with many dialogues should call `plan` on each and one `phraser.rephrase` over
     all moves, so the user model sees one batch per round like the bot does.
     """
+
+    template_policy: ClassVar[str] = "moraldial"
+    """The policy whose moves it rewords; a run builds that one and batches the rewording."""
 
     def __init__(
         self,

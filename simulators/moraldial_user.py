@@ -87,11 +87,17 @@ def dialogue_id(question_id: str, flow: str, seed: int) -> str:
 
 
 def open_dialogue(
-    question: MoralQuestion, params: MoralDialParams, seed: int, meta: dict[str, Any]
-) -> tuple[Dialogue, MoralDialUser]:
-    """A fresh MoralDial dialogue and its user. Every runtime starts dialogues here, and the
-    user's phrase choices come from a generator seeded by (seed, question) alone, so the same
-    seed gives the same dialogue in any runtime and after any retry."""
+    question: MoralQuestion,
+    params: MoralDialParams,
+    seed: int,
+    meta: dict[str, Any],
+    policy: str = "moraldial",
+) -> tuple[Dialogue, Any]:
+    """A fresh MoralDial dialogue and its user, built by the registered user policy `policy`
+    (`USER_POLICIES`: a factory of (question, params, rng) with `next(dialogue)`). Every
+    runtime starts dialogues here, and the user's phrase choices come from a generator seeded
+    by (seed, question) alone, so the same seed gives the same dialogue in any runtime and
+    after any retry."""
     dialogue = Dialogue(
         id=dialogue_id(question.id, "moraldial", seed),
         scenario_id=question.id,
@@ -99,7 +105,8 @@ def open_dialogue(
         hidden_rot=question.rot,
         meta={**meta, "split": question.split, "seed": seed},
     )
-    return dialogue, MoralDialUser(question, params, random.Random(f"{seed}/{question.id}"))
+    factory = USER_POLICIES.get(policy)
+    return dialogue, factory(question, params, random.Random(f"{seed}/{question.id}"))
 
 
 def pending_questions(

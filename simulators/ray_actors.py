@@ -66,12 +66,16 @@ class AgentSpec:
     model: str
     kwargs: dict[str, Any] = field(default_factory=dict)
     response_cache: str | None = None
+    plugins: tuple[str, ...] = ()
+    """The run's plugins: imported wherever the agent is built (a Ray worker too)."""
 
     def build(self) -> Any:
         """The agent; behind the response cache when one is named (same replies, fewer
         generations on a rerun)."""
+        from scenarios.plugins import load_plugins
         from scenarios.registry import AGENTS
 
+        load_plugins(self.plugins)
         agent = AGENTS.get(self.agent)(self.model, **self.kwargs)
         if not self.response_cache:
             return agent
@@ -95,6 +99,8 @@ class EvaluatorSpec:
     embedding_model: str
     safety_rots: tuple[str, ...] | None
     params: MoralDialParams
+    plugins: tuple[str, ...] = ()
+    """The run's plugins: imported wherever the scorers load (a Ray worker too)."""
 
 
 class BotWorker:
@@ -132,7 +138,7 @@ class BotWorker:
         if method is None:
             raise TypeError(
                 f"the {type(self.agent).__name__} agent cannot score log-likelihoods; "
-                "set probes.dit_mode=generation"
+                "set probes.dit.mode=generation"
             )
 
         return list(await _locked(self._lock, method, requests))
@@ -156,7 +162,9 @@ class EvaluatorWorker:
         max_wait_ms: float = 20.0,
     ) -> None:
         from evaluators.stack import load_evaluators
+        from scenarios.plugins import load_plugins
 
+        load_plugins(spec.plugins)
         self.threads = pin_threads(num_cpus, threads)
         rots = list(spec.safety_rots) if spec.safety_rots is not None else None
         self.stack = load_evaluators(spec.agreement_model, spec.embedding_model, rots, spec.params)

@@ -331,6 +331,7 @@ class RayRunner:
         max_concurrent: dialogues in flight at once (0: all).
         max_retries: re-runs of a dialogue whose actor died before the run gives up on it.
         phraser: optional LLM user (runs in the driver, between moves).
+        policy: the registered user policy that decides each move.
     """
 
     def __init__(
@@ -343,8 +344,10 @@ class RayRunner:
         max_concurrent: int = 0,
         max_retries: int = 3,
         phraser: Any = None,
+        policy: str = "moraldial",
     ) -> None:
         self.bots = bots
+        self.policy = policy
         self.evaluators = evaluators
         self.params = params
         self.seed = seed
@@ -419,7 +422,7 @@ class RayRunner:
         raise AssertionError("unreachable")
 
     async def _dialogue(self, question: MoralQuestion, live: LiveStats) -> Dialogue:
-        dialogue, user = open_dialogue(question, self.params, self.seed, self.meta)
+        dialogue, user = open_dialogue(question, self.params, self.seed, self.meta, self.policy)
         pending: list[asyncio.Task[list[Score]]] = []
 
         def missing(names: Sequence[str] | None) -> bool:

@@ -73,6 +73,20 @@ def test_mixing_sources_and_freezing_layers(tiny_encoder: Path, tmp_path: Path) 
     assert len(mixed) == 3 * 4 + 2
     assert [e.id for e in mixed[:12]] == [e.id for e in derived] * 3
     assert mix_sources(derived + written, {}, {}, 0) == derived + written
+    # a kind named on its own: kept whole (cap >= its size) and not repeated with its source,
+    # while the rest of its source is capped and repeated as before
+    flat = [replace(example(70 + i, "agree", "train"), kind="written:flat") for i in range(3)]
+    trivial = [replace(example(80 + i, "neutral", "train"), kind="non-answer") for i in range(2)]
+    mixed = mix_sources(
+        derived + trivial + written + flat,
+        {"derived": 2, "non-answer": 1},
+        {"written": 1, "written:flat": 3},
+        seed=0,
+    )
+    ids = [e.id for e in mixed]
+    assert ids[:10] == [e.id for e in derived + trivial] + [e.id for e in derived]
+    assert sum(i in {e.id for e in written} for i in ids) == 1
+    assert ids[-3:] == [e.id for e in flat]
     dev = [example(100 + i, labels[i % 3], "dev") for i in range(3)]
     cfg = ScorerTrainingConfig(base_model=str(tiny_encoder), epochs=1, batch_size=4)
     # the tiny encoder has one layer: freezing it leaves only the classifier head to train
@@ -84,3 +98,28 @@ def test_mixing_sources_and_freezing_layers(tiny_encoder: Path, tmp_path: Path) 
         train_agreement_classifier(
             derived, dev, None, tmp_path / "bad", replace(cfg, frozen_layers=2), show_bar=False
         )
+
+
+def test_train_scorer_runs_the_default_recipe_and_writes_a_card(
+    tiny_encoder: Path, tmp_path: Path
+) -> None:
+    """`train scorer --independent` on the core pack: the default's recipe without the
+    reference answers, then the scorer card with every in-pack figure."""
+    from typer.testing import CliRunner
+
+    from moralsim.cli import app
+    from training.scorer import REFERENCE_ANSWER_KINDS
+
+    out = tmp_path / "judge"
+    result = CliRunner().invoke(
+        app,
+        ["train", "scorer", "--output", str(out), "--base-model", str(tiny_encoder),
+         "--frozen-layers", "1", "--independent"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "epochs=1, frozen_layers=1" in result.output
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert tuple(metrics["config"]["exclude_kinds"]) == REFERENCE_ANSWER_KINDS
+    assert metrics["data"]["train"]["written"] == 6000
+    card = json.loads((out / "scorer_card.json").read_text())
+    assert {"pack-test", "signs-test", "bot-test"} <= set(card["figures"])

@@ -61,6 +61,12 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", type=Path, required=True)
     s.add_argument("--key", type=Path, required=True)
+    s.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        help="Another scorer (folder or embedded name) whose reading goes in the key too.",
+    )
     c = sub.add_parser("score")
     c.add_argument("--key", type=Path, required=True)
     c.add_argument("--labels", type=Path, required=True)
@@ -74,6 +80,9 @@ def main(argv: list[str] | None = None) -> None:
             for row in rng.sample(answers, min(args.n, len(answers))):
                 rows.append({**row, "run": run.name})
         rng.shuffle(rows)
+        for spec in args.also:
+            for row, (value, p) in zip(rows, other_reading(spec, rows), strict=True):
+                row.setdefault("also", {})[spec] = {"as": value, "p": p}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         key = {}
         with args.out.open("w", encoding="utf-8") as fh:
@@ -93,10 +102,37 @@ def main(argv: list[str] | None = None) -> None:
         if line.strip():
             row = json.loads(line)
             labels[row["item"]] = row["label"]
+    missing = sorted(set(key) - set(labels))
+    if missing:
+        raise SystemExit(f"{args.labels}: no label for {len(missing)} items (first: {missing[0]})")
+    out: dict[str, Any] = {"run judge": agreement_with_reader(key, labels, lambda row: row)}
+    for spec in sorted({s for row in key.values() for s in row.get("also", {})}):
+        out[spec] = agreement_with_reader(key, labels, lambda row, s=spec: row["also"][s])
+    print(json.dumps(out, indent=1))
+
+
+def other_reading(spec: str, rows: list[dict[str, Any]]) -> list[tuple[float, list[float]]]:
+    """AS and class probabilities of each row by another scorer, for a side-by-side reading."""
+    from evaluators.agreement import AgreementItem
+    from evaluators.scorers import open_agreement_scorer
+
+    scorer = open_agreement_scorer(spec)
+    probs = scorer.probabilities(
+        [AgreementItem(r["question"], r["answer"], r["rot"]) for r in rows]
+    )
+    return [(float(p[0] - p[2]), [float(x) for x in p]) for p in probs]
+
+
+def agreement_with_reader(
+    key: dict[str, Any], labels: dict[str, str], reading: Any
+) -> dict[str, Any]:
+    """Per run and overall: how often one judge's reading matches the reader's label."""
     by_run: dict[str, list[tuple[str, bool]]] = {}
     for item, row in key.items():
-        label = labels[item]
-        by_run.setdefault(row["run"], []).append((label, judge_matches(label, row["as"], row["p"])))
+        label, judged = labels[item], reading(row)
+        by_run.setdefault(row["run"], []).append(
+            (label, judge_matches(label, judged["as"], judged["p"]))
+        )
     out: dict[str, Any] = {}
     for run, rows in [*by_run.items(), ("all", [r for rs in by_run.values() for r in rs])]:
         signed = [m for label, m in rows if label != "neutral"]
@@ -109,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
             "sign_match_on_stanced": sum(signed) / len(signed) if signed else None,
             "n_stanced": len(signed),
         }
-    print(json.dumps(out, indent=1))
+    return out
 
 
 if __name__ == "__main__":

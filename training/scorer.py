@@ -12,7 +12,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,13 +67,24 @@ class ScorerTrainingConfig:
     source_repeats: dict[str, int] = field(
         default_factory=dict,
         metadata={
-            "help": "Times a source's examples are seen per epoch (e.g. derived: 3), so a small "
-            "in-style set keeps its weight next to a large broad one."
+            "help": "Times a source's (or a kind's) examples are seen per epoch (e.g. derived: "
+            "3), so a small in-style set keeps its weight next to a large broad one."
         },
     )
     source_caps: dict[str, int] = field(
         default_factory=dict,
-        metadata={"help": "At most N examples of a source (a seeded sample), e.g. written: 6000."},
+        metadata={
+            "help": "At most N examples of a source or kind (a seeded sample), e.g. written: "
+            "6000; a kind named on its own is capped apart from its source."
+        },
+    )
+    rot_flips: dict[str, int] = field(
+        default_factory=dict,
+        metadata={
+            "help": "Counterfactual twins added per source (e.g. written: 1500): a seeded sample "
+            "of its agree/disagree examples with the RoT's direction reversed and the label "
+            "swapped, so the classifier must read which way the RoT points."
+        },
     )
     exclude_kinds: tuple[str, ...] = field(
         default=(),
@@ -112,6 +123,42 @@ macro-F1 from 23.4 to 51.2.
 """
 
 
+PLAIN_RECIPE = ScorerTrainingConfig()
+"""Every example of the given data, 3 epochs, nothing but the embeddings fixed (MIC, own data)."""
+
+
+def scorer_recipe(
+    pack_recipe: bool = True,
+    extra_sources: tuple[str, ...] = (),
+    independent: bool = False,
+    **overrides: Any,
+) -> ScorerTrainingConfig:
+    """The recipe `moralsim train scorer` runs: the default's on a pack, the plain one on other
+    data, with any option the user gave (None: not given) replacing the recipe's value.
+
+    `extra_sources` keeps added data (e.g. Social-Chem examples) that the default's source list
+    would drop; `independent` leaves out the pack's reference answers.
+    """
+    base = DEFAULT_SCORER_RECIPE if pack_recipe else PLAIN_RECIPE
+    given = {k: v for k, v in overrides.items() if v is not None}
+    unknown = set(given) - {f.name for f in fields(ScorerTrainingConfig)}
+    if unknown:
+        raise TypeError(f"not a scorer recipe key: {', '.join(sorted(unknown))}")
+    cfg = replace(base, **given)
+    if base.sources and extra_sources:
+        cfg = replace(cfg, sources=(*cfg.sources, *extra_sources))
+    if independent:
+        cfg = replace(cfg, exclude_kinds=(*cfg.exclude_kinds, *REFERENCE_ANSWER_KINDS))
+    return cfg
+
+
+def describe_recipe(cfg: ScorerTrainingConfig) -> str:
+    """One line naming what differs from the plain recipe (what a log reader needs)."""
+    plain = asdict(PLAIN_RECIPE)
+    changed = {k: v for k, v in asdict(cfg).items() if v != plain[k]}
+    return ", ".join(f"{k}={v}" for k, v in changed.items()) or "plain (every example, 3 epochs)"
+
+
 @dataclass
 class ScorerTrainingResult:
     output_dir: Path
@@ -132,19 +179,56 @@ def mix_sources(
     caps: dict[str, int],
     seed: int,
 ) -> list[AgreementExample]:
-    """Cap some sources to a seeded sample and repeat others (sources in first-seen order)."""
+    """Cap some groups to a seeded sample and repeat others.
+
+    A key names a source ("written") or one kind ("written:flat-yes-no", "non-answer"). A kind
+    named on its own is capped and repeated apart from its source, so a recipe can keep the
+    phenomena it needs whole, sample the rest of the source, and not repeat trivial kinds.
+    Groups come out in first-seen order.
+    """
     if not repeats and not caps:
         return list(examples)
     rng = random.Random(seed)
-    by_source: dict[str, list[AgreementExample]] = {}
+    by_group: dict[str, list[AgreementExample]] = {}
     for e in examples:
-        by_source.setdefault(_source_of(e), []).append(e)
+        group = e.kind if e.kind in caps else _source_of(e)
+        by_group.setdefault(group, []).append(e)
     mixed: list[AgreementExample] = []
-    for name, items in by_source.items():
+    for name, items in by_group.items():
         if name in caps and caps[name] < len(items):
             items = rng.sample(items, caps[name])
-        mixed.extend(items * repeats.get(name, 1))
+        times = [repeats.get(e.kind, repeats.get(_source_of(e), 1)) for e in items]
+        for round_ in range(max(times, default=0)):  # whole passes, as `items * n` would give
+            mixed.extend(e for e, n in zip(items, times, strict=True) if n > round_)
     return mixed
+
+
+def add_rot_flips(
+    examples: Sequence[AgreementExample], flips: dict[str, int], seed: int
+) -> list[AgreementExample]:
+    """The examples plus, per named source, up to N twins with the RoT reversed and the label
+    swapped (kind "flipped:<kind>"); only RoTs `scenarios.rot_flip` can reverse safely."""
+    from dataclasses import replace as with_fields
+
+    from scenarios.rot_flip import flip_rot
+
+    if not flips:
+        return list(examples)
+    rng = random.Random(f"{seed}/flips")
+    swapped = {"agree": "disagree", "disagree": "agree"}
+    out = list(examples)
+    for source, n in flips.items():
+        unique = {e.id: e for e in examples if _source_of(e) == source and e.label in swapped}
+        pool = [(e, flip_rot(e.rot)) for e in unique.values()]
+        pool = [(e, rot) for e, rot in pool if rot is not None]
+        for e, rot in rng.sample(pool, min(n, len(pool))):
+            out.append(
+                with_fields(
+                    e, id=f"{e.id}/flipped", rot=rot, label=swapped[e.label],
+                    kind=f"flipped:{e.kind}",
+                )  # type: ignore[arg-type]
+            )  # fmt: skip
+    return out
 
 
 def _batches(items: Sequence[AgreementExample], size: int) -> list[Sequence[AgreementExample]]:
@@ -232,25 +316,6 @@ def train_agreement_classifier(
     search reads Moral Stories pairwise accuracy there); its figures are printed and kept in
     metrics.json, but never used to choose the epoch.
     """
-    from agents.models import force_offline, resolve_model
-
-    force_offline()
-    import torch
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-    from rich.progress import (
-        Progress as Bar,
-    )
-    from transformers import (
-        AutoModelForSequenceClassification,
-        AutoTokenizer,
-        get_linear_schedule_with_warmup,
-    )
-
     cfg = config or ScorerTrainingConfig()
     say = progress or (lambda message: None)
     train = [
@@ -259,9 +324,51 @@ def train_agreement_classifier(
         if e.kind not in cfg.exclude_kinds and (not cfg.sources or _source_of(e) in cfg.sources)
     ]
     train = mix_sources(train, cfg.source_repeats, cfg.source_caps, cfg.seed)
+    train = add_rot_flips(train, cfg.rot_flips, cfg.seed)
     if not train or not dev:
         raise ValueError("scorer training needs non-empty train and dev examples")
     start = time.perf_counter()
+    model, tokenizer = _load_classifier(cfg)
+    fit = _fit(model, tokenizer, train, dev, cfg, say, show_bar, on_epoch)
+    model.load_state_dict(fit.best_state)
+    dev_report = classification_report(
+        [e.label for e in dev], predict_labels(model, tokenizer, dev, cfg), AGREEMENT_LABELS
+    )
+    test_report = None
+    if test:
+        test_report = classification_report(
+            [e.label for e in test], predict_labels(model, tokenizer, test, cfg), AGREEMENT_LABELS
+        )
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    seconds = time.perf_counter() - start
+    metrics = {
+        "task": "answer-rot agreement (agree / neutral / disagree)",
+        "input": '("Q: {question} A: {answer}", rot)',
+        "base_model": cfg.base_model,
+        "best_epoch": fit.best_epoch,
+        "train_examples": len(train),
+        "dev": dev_report.to_dict(),
+        "test": test_report.to_dict() if test_report else None,
+        "config": asdict(cfg),
+        "epochs": fit.epoch_log,
+        "data": data_counts(train, dev, test),
+        "seconds": round(seconds, 1),
+    }
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    return ScorerTrainingResult(out, fit.best_epoch, dev_report, test_report, seconds, len(train))
+
+
+def _load_classifier(cfg: ScorerTrainingConfig) -> tuple[Any, Any]:
+    """The base encoder with a new 3-way head (seeded), its lower part frozen as configured."""
+    from agents.models import force_offline, resolve_model
+
+    force_offline()
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
     base = resolve_model(cfg.base_model)
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
@@ -274,10 +381,15 @@ def train_agreement_classifier(
         label2id={v: k for k, v in id2label.items()},
         use_safetensors=True,
     )
-    label_index = {v: k for k, v in id2label.items()}
     _freeze(model, cfg)
-    steps_per_epoch = (len(train) + cfg.batch_size - 1) // cfg.batch_size
-    total_steps = steps_per_epoch * cfg.epochs
+    return model, tokenizer
+
+
+def _optimizer(model: Any, cfg: ScorerTrainingConfig, total_steps: int) -> tuple[Any, Any]:
+    """AdamW (no decay on biases and LayerNorm weights) with linear warm-up and decay."""
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
     no_decay = ("bias", "LayerNorm.weight")
     trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     groups = [
@@ -291,13 +403,56 @@ def train_agreement_classifier(
     scheduler = get_linear_schedule_with_warmup(
         optimizer, int(cfg.warmup_ratio * total_steps), total_steps
     )
+    return optimizer, scheduler
+
+
+def _class_weights(train: Sequence[AgreementExample], cfg: ScorerTrainingConfig) -> Any:
+    """Inverse label frequency as loss weights (None: every label counts the same)."""
+    import torch
+
+    if not cfg.class_balance:
+        return None
+    counts = [sum(e.label == label for e in train) for label in AGREEMENT_LABELS]
+    return torch.tensor(
+        [len(train) / (len(counts) * max(c, 1)) for c in counts], dtype=torch.float32
+    )
+
+
+@dataclass
+class _Fit:
+    best_epoch: int
+    best_state: dict[str, Any]
+    epoch_log: list[dict[str, Any]]
+
+
+def _fit(
+    model: Any,
+    tokenizer: Any,
+    train: Sequence[AgreementExample],
+    dev: Sequence[AgreementExample],
+    cfg: ScorerTrainingConfig,
+    say: Progress,
+    show_bar: bool,
+    on_epoch: Callable[[Any, Any, int], dict[str, float]] | None,
+) -> _Fit:
+    """Every epoch of training, each followed by dev macro-F1; the best epoch's weights."""
+    import torch
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+    from rich.progress import (
+        Progress as Bar,
+    )
+
+    steps_per_epoch = (len(train) + cfg.batch_size - 1) // cfg.batch_size
+    total_steps = steps_per_epoch * cfg.epochs
+    optimizer, scheduler = _optimizer(model, cfg, total_steps)
     rng = random.Random(cfg.seed)
-    loss_weights = None
-    if cfg.class_balance:
-        counts = [sum(e.label == label for e in train) for label in AGREEMENT_LABELS]
-        loss_weights = torch.tensor(
-            [len(train) / (len(counts) * max(c, 1)) for c in counts], dtype=torch.float32
-        )
+    loss_weights = _class_weights(train, cfg)
+    label_index = {label: i for i, label in enumerate(AGREEMENT_LABELS)}
     epoch_log: list[dict[str, Any]] = []
     best: tuple[float, int, dict[str, Any]] | None = None
     gold_dev = [e.label for e in dev]
@@ -338,41 +493,10 @@ def train_agreement_classifier(
                 + "".join(f", {k} {v:.3f}" for k, v in extra.items())
             )
             if best is None or report.macro_f1 > best[0]:
-                best = (
-                    report.macro_f1,
-                    epoch,
-                    {k: v.detach().clone() for k, v in model.state_dict().items()},
-                )
+                state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                best = (report.macro_f1, epoch, state)
     assert best is not None
-    model.load_state_dict(best[2])
-    dev_report = classification_report(
-        gold_dev, predict_labels(model, tokenizer, dev, cfg), AGREEMENT_LABELS
-    )
-    test_report = None
-    if test:
-        test_report = classification_report(
-            [e.label for e in test], predict_labels(model, tokenizer, test, cfg), AGREEMENT_LABELS
-        )
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
-    seconds = time.perf_counter() - start
-    metrics = {
-        "task": "answer-rot agreement (agree / neutral / disagree)",
-        "input": '("Q: {question} A: {answer}", rot)',
-        "base_model": cfg.base_model,
-        "best_epoch": best[1],
-        "train_examples": len(train),
-        "dev": dev_report.to_dict(),
-        "test": test_report.to_dict() if test_report else None,
-        "config": asdict(cfg),
-        "epochs": epoch_log,
-        "data": data_counts(train, dev, test),
-        "seconds": round(seconds, 1),
-    }
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
-    return ScorerTrainingResult(out, best[1], dev_report, test_report, seconds, len(train))
+    return _Fit(best[1], best[2], epoch_log)
 
 
 def data_counts(
@@ -427,15 +551,7 @@ def build_default_agreement_scorer(pack_dir: Path, out_dir: Path) -> None:
     card (`scorer_card.json`: every in-pack figure of `moralsim scorer eval`, plus the
     developers' Moral Stories figures when this build reproduces theirs).
     """
-    from evaluators.agreement import AgreementScorer
-    from evaluators.scorer_eval import (
-        IN_DOMAIN_SET,
-        evaluate_scorer,
-        key_figures,
-        merge_card,
-        pack_sets,
-        write_card,
-    )
+    from evaluators.scorer_eval import IN_DOMAIN_SET, pack_sets
     from scenarios.pack import load_pack
 
     pack = load_pack(pack_dir).pack
@@ -459,17 +575,37 @@ def build_default_agreement_scorer(pack_dir: Path, out_dir: Path) -> None:
         DEFAULT_SCORER_RECIPE,
         progress=lambda message: print(message, flush=True),
     )  # fmt: skip
-    figures = evaluate_scorer(AgreementScorer(str(out_dir)), sets)
-    metrics = json.loads((Path(out_dir) / "metrics.json").read_text(encoding="utf-8"))
-    card = merge_card(None, "agreement-minilm", figures, metrics)
-    card["figures"].update(reference_figures(figures["pack-dev"]["macro_f1"]))
-    card["key_figures"] = key_figures(card["figures"])
-    write_card(out_dir, card)
+    card = write_pack_card(out_dir, pack, "agreement-minilm", reference=True)
     keys = card["key_figures"]
     pairwise = keys["real_data_pairwise_accuracy"]
     print(
-        f"agreement-minilm: pack test macro-F1 {figures[IN_DOMAIN_SET]['macro_f1']:.3f} "
+        f"agreement-minilm: pack test macro-F1 {card['figures'][IN_DOMAIN_SET]['macro_f1']:.3f} "
         f"(n={len(in_domain_test.items)}); Moral Stories pairwise "
         + (f"{pairwise:.3f} (reference)" if pairwise is not None else "not measured"),
         flush=True,
     )
+
+
+def write_pack_card(out_dir: Path, pack: Any, name: str, reference: bool = False) -> dict[str, Any]:
+    """Measure a freshly trained scorer on the pack's labelled sets and write its card.
+
+    `reference` adds the developers' Moral Stories figures when the build reproduces the
+    default recipe's reference build (only the embedded default can).
+    """
+    from evaluators.agreement import AgreementScorer
+    from evaluators.scorer_eval import (
+        evaluate_scorer,
+        key_figures,
+        merge_card,
+        pack_sets,
+        write_card,
+    )
+
+    figures = evaluate_scorer(AgreementScorer(str(out_dir)), pack_sets(pack))
+    metrics = json.loads((Path(out_dir) / "metrics.json").read_text(encoding="utf-8"))
+    card = merge_card(None, name, figures, metrics)
+    if reference:
+        card["figures"].update(reference_figures(figures["pack-dev"]["macro_f1"]))
+    card["key_figures"] = key_figures(card["figures"])
+    write_card(out_dir, card)
+    return card

@@ -88,6 +88,11 @@ def main(argv: list[str] | None = None) -> None:
         default="",
         help="At most N examples of a source (seeded sample), e.g. written=6000.",
     )
+    parser.add_argument(
+        "--flip",
+        default="",
+        help="RoT-reversed twins added per source (counterfactual pairs), e.g. written=1500.",
+    )
     args = parser.parse_args(argv)
 
     from evaluators.agreement import AgreementScorer
@@ -125,6 +130,7 @@ def main(argv: list[str] | None = None) -> None:
         frozen_layers=args.frozen_layers,
         source_repeats=_pairs(args.repeat),
         source_caps=_pairs(args.cap),
+        rot_flips=_pairs(args.flip),
         base_model=args.base_model,
     )
     result = train_agreement_classifier(

@@ -1,0 +1,46 @@
+"""The hand-read check: each judge's reading compared with a reader's labels, per run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from training.hand_read import agreement_with_reader, judge_matches, main
+
+
+def test_a_judge_matches_a_reader_by_sign_or_by_its_top_class() -> None:
+    assert judge_matches("agree", 0.2, None) and not judge_matches("agree", -0.2, None)
+    assert judge_matches("disagree", -0.1, None)
+    assert judge_matches("neutral", 0.3, [0.3, 0.6, 0.1])
+    assert not judge_matches("neutral", 0.0, None)  # no probabilities: not a neutral reading
+
+
+def test_two_judges_are_scored_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    key = {
+        "h1": {"run": "moral", "as": 0.5, "p": [0.7, 0.1, 0.2],
+               "also": {"other": {"as": -0.5, "p": [0.2, 0.1, 0.7]}}},
+        "h2": {"run": "moral", "as": 0.4, "p": [0.6, 0.2, 0.2],
+               "also": {"other": {"as": 0.4, "p": [0.6, 0.2, 0.2]}}},
+        "h3": {"run": "base", "as": 0.0, "p": [0.1, 0.8, 0.1],
+               "also": {"other": {"as": 0.3, "p": [0.5, 0.3, 0.2]}}},
+    }  # fmt: skip
+    labels = {"h1": "disagree", "h2": "agree", "h3": "neutral"}
+    run_judge = agreement_with_reader(key, labels, lambda row: row)
+    assert run_judge["moral"]["sign_match_on_stanced"] == 0.5  # h1 wrong, h2 right
+    assert run_judge["base"]["match"] == 1.0  # neutral read as neutral
+    other = agreement_with_reader(key, labels, lambda row: row["also"]["other"])
+    assert other["moral"]["sign_match_on_stanced"] == 1.0 and other["base"]["match"] == 0.0
+    assert other["all"]["n"] == 3 and other["all"]["n_stanced"] == 2
+    key_file, label_file = tmp_path / "key.json", tmp_path / "labels.jsonl"
+    key_file.write_text(json.dumps(key))
+    label_file.write_text(
+        "".join(json.dumps({"item": i, "label": v}) + "\n" for i, v in labels.items())
+    )
+    main(["score", "--key", str(key_file), "--labels", str(label_file)])
+    printed = json.loads(capsys.readouterr().out)
+    assert set(printed) == {"run judge", "other"}
+    label_file.write_text(json.dumps({"item": "h1", "label": "agree"}) + "\n")
+    with pytest.raises(SystemExit, match="no label for 2 items"):
+        main(["score", "--key", str(key_file), "--labels", str(label_file)])
