@@ -19,7 +19,7 @@ from html import escape
 from typing import Any
 
 from evaluators.stats import mean_ci
-from scenarios.flow_api import Flow, FlowRun, Row, RunData, SectionContext, flow
+from scenarios.flow_api import Flow, FlowRun, Row, RunData, SectionContext, below, flow
 from scenarios.records import Dialogue, Turn
 
 
@@ -30,7 +30,7 @@ class EchoOptions:
     questions: int = field(default=3, metadata={"help": "Questions asked twice each."})
 
     def problems(self) -> list[tuple[str, str]]:
-        return [] if self.questions >= 1 else [("questions", f"must be >= 1, got {self.questions}")]
+        return below("questions", self.questions, 1)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,17 @@ from typing import Any, ClassVar
 
 from evaluators import html_parts as h
 from evaluators.svg_charts import Bar, bar_chart
-from scenarios.flow_api import Flow, FlowPlan, FlowRun, Note, Row, RunData, SectionContext, flow
+from scenarios.flow_api import (
+    Flow,
+    FlowPlan,
+    FlowRun,
+    Note,
+    Row,
+    RunData,
+    SectionContext,
+    below,
+    flow,
+)
 
 MODES = ("generation", "likelihood")
 STAGES = ("2", "3", "4", "5", "6", "M")
@@ -37,9 +47,7 @@ class DitOptions:
     )
 
     def problems(self) -> list[tuple[str, str]]:
-        out = []
-        if self.dilemmas < 0:
-            out.append(("dilemmas", f"must be >= 0, got {self.dilemmas!r}"))
+        out = below("dilemmas", self.dilemmas, 0)
         if not 1 <= self.orders <= 48:
             out.append(("orders", f"must be between 1 and 48, got {self.orders!r}"))
         if self.mode not in MODES:

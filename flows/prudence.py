@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from evaluators import html_parts as h
-from scenarios.flow_api import Flow, FlowRun, Row, RunData, SectionContext, flow
+from scenarios.flow_api import Flow, FlowRun, Row, RunData, SectionContext, below, flow
 
 MEASURES = (
     ("prudence", "prudence"),
@@ -28,9 +28,7 @@ class PrudenceOptions:
     )
 
     def problems(self) -> list[tuple[str, str]]:
-        return (
-            [] if self.questions >= 1 else [("questions", f"must be >= 1, got {self.questions!r}")]
-        )
+        return below("questions", self.questions, 1)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from evaluators import html_parts as h
-from scenarios.flow_api import Flow, FlowRun, Row, RunData, SectionContext, flow
+from scenarios.flow_api import Flow, FlowRun, Row, RunData, SectionContext, below, flow
 
 VARIANTS = ("reference", "paper")
 
@@ -26,9 +26,7 @@ class SageOptions:
     )
 
     def problems(self) -> list[tuple[str, str]]:
-        out = []
-        if self.questions < 1:
-            out.append(("questions", f"must be >= 1, got {self.questions!r}"))
+        out = below("questions", self.questions, 1)
         if self.variant not in VARIANTS:
             out.append(("variant", f"must be reference or paper, got {self.variant!r}"))
         return out
@@ -41,9 +39,7 @@ class SageRotOptions:
     )
 
     def problems(self) -> list[tuple[str, str]]:
-        return (
-            [] if self.questions >= 1 else [("questions", f"must be >= 1, got {self.questions!r}")]
-        )
+        return below("questions", self.questions, 1)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ __all__ = [
     "Row",
     "RunData",
     "SectionContext",
+    "below",
     "flow",
     "flows_in_order",
 ]
@@ -171,6 +172,11 @@ class Flow:
     def compare(self, a: RunData, b: RunData) -> list[Any]:
         """`evaluators.compare.Comparison` rows for two runs (empty: nothing to compare)."""
         return []
+
+
+def below(key: str, value: float, low: float) -> list[tuple[str, str]]:
+    """The `problems()` entry of an option under its minimum (none when it is fine)."""
+    return [] if value >= low else [(key, f"must be >= {low}, got {value!r}")]
 
 
 F = TypeVar("F", bound=type[Flow])
