@@ -145,7 +145,6 @@ def build_trainer(
     callbacks: Sequence[Any] = (),
 ) -> tuple[Any, SplitStats, SplitStats | None]:
     """The configured SFTTrainer (model, LoRA, tokenised splits), not yet trained."""
-    from datasets import Dataset
     from peft import LoraConfig
     from trl import SFTConfig, SFTTrainer
 
@@ -155,6 +154,47 @@ def build_trainer(
     template = training_chat_template(tokenizer, config.chat_template)
     tokenizer.chat_template = template  # saved with the adapter: generation uses it too
     tokenizer.padding_side = "left"  # how agents.hf batches prompts; TRL pads labels itself
+
+    train_dataset, train_stats, dev_dataset, dev_stats = _tokenized_splits(
+        config, tokenizer, template, say
+    )
+    evaluate = dev_dataset is not None
+    args = SFTConfig(
+        **shared_trainer_args(config, checkpoints, evaluate),
+        activation_checkpointing=config.activation_checkpointing,
+        lr_scheduler_type=config.lr_scheduler_type,
+        weight_decay=config.weight_decay,
+        train_sampling_strategy="group_by_length" if config.group_by_length else "random",
+        completion_only_loss=True,
+        load_best_model_at_end=evaluate,
+        metric_for_best_model="eval_loss" if evaluate else None,
+        greater_is_better=False if evaluate else None,
+    )
+    peft_config = LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.target_modules),
+        task_type="CAUSAL_LM",
+    )
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=train_dataset,
+        eval_dataset=dev_dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=list(callbacks),
+    )
+    return trainer, train_stats, dev_stats
+
+
+def _tokenized_splits(
+    config: SFTRunConfig, tokenizer: Any, template: str, say: Say
+) -> tuple[Any, SplitStats, Any, SplitStats | None]:
+    """The train split (required) and the dev split (when evaluating and it has rows) as
+    tokenised datasets, with what tokenising kept and dropped of each."""
+    from datasets import Dataset
 
     discussions = load_discussions(config.data, config.seed, config.flows)
     _check_columns(discussions, config.data)
@@ -183,36 +223,7 @@ def build_trainer(
     _report_split(say, "train", train_stats)
     if dev_stats is not None:
         _report_split(say, "dev", dev_stats)
-
-    evaluate = dev_dataset is not None
-    args = SFTConfig(
-        **shared_trainer_args(config, checkpoints, evaluate),
-        activation_checkpointing=config.activation_checkpointing,
-        lr_scheduler_type=config.lr_scheduler_type,
-        weight_decay=config.weight_decay,
-        train_sampling_strategy="group_by_length" if config.group_by_length else "random",
-        completion_only_loss=True,
-        load_best_model_at_end=evaluate,
-        metric_for_best_model="eval_loss" if evaluate else None,
-        greater_is_better=False if evaluate else None,
-    )
-    peft_config = LoraConfig(
-        r=config.lora_r,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=list(config.target_modules),
-        task_type="CAUSAL_LM",
-    )
-    trainer = SFTTrainer(
-        model=model,
-        args=args,
-        train_dataset=Dataset.from_dict(train_cols),
-        eval_dataset=dev_dataset,
-        processing_class=tokenizer,
-        peft_config=peft_config,
-        callbacks=list(callbacks),
-    )
-    return trainer, train_stats, dev_stats
+    return Dataset.from_dict(train_cols), train_stats, dev_dataset, dev_stats
 
 
 def shared_trainer_args(config: Any, checkpoints: Path, evaluate: bool) -> dict[str, Any]:
