@@ -27,12 +27,20 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def run_info(run_dir: Path) -> dict[str, Any]:
+def saved_config(run_dir: Path) -> dict[str, Any] | None:
+    """The run's config.yaml as a mapping; None when the folder has none (or it is not one)."""
     config_path = run_dir / "config.yaml"
     if not config_path.is_file():
-        return {"name": run_dir.name}
+        return None
     config = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
-    bot = config.get("bot", {}) if isinstance(config, dict) else {}
+    return config if isinstance(config, dict) else None
+
+
+def run_info(run_dir: Path) -> dict[str, Any]:
+    config = saved_config(run_dir)
+    if config is None:
+        return {"name": run_dir.name}
+    bot = config.get("bot") or {}
     return {
         "name": config.get("name", run_dir.name),
         "seed": config.get("seed"),
@@ -48,11 +56,8 @@ def _validation_of(run_dir: Path) -> dict[str, Any] | None:
     whether its instruments separated known-answer bots, and where to read it."""
     from evaluators.validation import failed_instruments, latest_validation, run_fingerprint
 
-    config_path = run_dir / "config.yaml"
-    if not config_path.is_file():
-        return None
-    config = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
-    if not isinstance(config, dict):
+    config = saved_config(run_dir)
+    if config is None:
         return None
     pack = (config.get("scenarios") or {}).get("pack", "core")
     scorer = (config.get("evaluators") or {}).get("agreement_model", "agreement-minilm")
@@ -75,11 +80,7 @@ def load_run_plugins(run_dir: Path) -> None:
     (raises scenarios.plugins.PluginError with a one-line reason)."""
     from scenarios.plugins import load_plugins, resolve_plugin
 
-    config_path = run_dir / "config.yaml"
-    if not config_path.is_file():
-        return
-    config = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
-    plugins = config.get("plugins") if isinstance(config, dict) else None
+    plugins = (saved_config(run_dir) or {}).get("plugins")
     if isinstance(plugins, list):
         load_plugins([resolve_plugin(str(p), run_dir) for p in plugins])
 

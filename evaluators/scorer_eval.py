@@ -249,9 +249,7 @@ def scorer_kind(spec: str) -> str:
 
     if spec.startswith("openai:"):
         return "llm-judge (endpoint)"
-    from evaluators.scorers import registered_scorer
-
-    if registered_scorer(spec) is not None:
+    if _registered(spec):
         return "registered scorer (plugin)"
     kind = resolve_model(spec, prepare=False).kind
     return "cross-encoder" if kind == "sequence-classifier" else f"llm-judge ({kind})"

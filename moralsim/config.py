@@ -339,12 +339,13 @@ def _flow_options(value: Any, key: str) -> FlowOptions:
     """Each flow's options from `probes`: nested `<flow>: {...}` or an earlier flat key."""
     if not isinstance(value, dict):
         raise ConfigError(f"'{key}' must be a mapping of flow names to options, got {value!r}")
-    classes = {n: c for n, c in _flow_classes().items() if c.Options is not None}
+    every = _flow_classes()
+    classes = {n: c for n, c in every.items() if c.Options is not None}
     legacy: dict[str, list[tuple[str, str]]] = {}
     for flow_name, flow_cls in classes.items():
         for old, option in flow_cls.legacy_keys.items():
             legacy.setdefault(old, []).append((flow_name, option))
-    switches = {c.enabled_by: n for n, c in _flow_classes().items() if c.enabled_by}
+    switches = {c.enabled_by: n for n, c in every.items() if c.enabled_by}
     given: dict[str, dict[str, Any]] = {n: {} for n in classes}
     switched: list[str] = []
     for name, item in value.items():

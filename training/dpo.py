@@ -20,7 +20,13 @@ from typing import Any
 
 from training.dpo_config import DPORunConfig
 from training.dpo_pairs import PreferencePair, build_pairs, check_no_leaks, step_counts
-from training.sft import _last_checkpoint, _prepare_output, finish_output, shared_trainer_args
+from training.sft import (
+    _last_checkpoint,
+    _prepare_output,
+    finish_output,
+    lora_config,
+    shared_trainer_args,
+)
 from training.sft_config import SFTConfigError
 from training.sft_data import training_chat_template
 
@@ -57,7 +63,7 @@ def load_pairs(config: DPORunConfig) -> tuple[list[PreferencePair], list[Prefere
 
 def _models(config: DPORunConfig) -> tuple[Any, Any, Any, Any]:
     """(policy, reference or None, tokenizer, peft_config or None)."""
-    from peft import LoraConfig, PeftModel
+    from peft import PeftModel
     from transformers import AutoTokenizer
 
     from agents.models import load_causal_lm
@@ -73,14 +79,7 @@ def _models(config: DPORunConfig) -> tuple[Any, Any, Any, Any]:
         policy = PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
         return policy, reference.eval(), tokenizer, None
     tokenizer.chat_template = training_chat_template(tokenizer, config.chat_template)
-    peft_config = LoraConfig(
-        r=config.lora_r,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=list(config.target_modules),
-        task_type="CAUSAL_LM",
-    )
-    return model, None, tokenizer, peft_config
+    return model, None, tokenizer, lora_config(config)
 
 
 def build_dpo_trainer(

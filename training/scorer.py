@@ -551,12 +551,10 @@ def build_default_agreement_scorer(pack_dir: Path, out_dir: Path) -> None:
     card (`scorer_card.json`: every in-pack figure of `moralsim scorer eval`, plus the
     developers' Moral Stories figures when this build reproduces theirs).
     """
-    from evaluators.scorer_eval import IN_DOMAIN_SET, pack_sets
+    from evaluators.scorer_eval import IN_DOMAIN_SET
     from scenarios.pack import load_pack
 
     pack = load_pack(pack_dir).pack
-    sets = pack_sets(pack)
-    in_domain_test = next(s for s in sets if s.name == IN_DOMAIN_SET)
     recipe = DEFAULT_SCORER_RECIPE
 
     def chosen(split: str) -> list[AgreementExample]:
@@ -580,7 +578,7 @@ def build_default_agreement_scorer(pack_dir: Path, out_dir: Path) -> None:
     pairwise = keys["real_data_pairwise_accuracy"]
     print(
         f"agreement-minilm: pack test macro-F1 {card['figures'][IN_DOMAIN_SET]['macro_f1']:.3f} "
-        f"(n={len(in_domain_test.items)}); Moral Stories pairwise "
+        f"(n={card['figures'][IN_DOMAIN_SET]['n']}); Moral Stories pairwise "
         + (f"{pairwise:.3f} (reference)" if pairwise is not None else "not measured"),
         flush=True,
     )

@@ -145,7 +145,6 @@ def build_trainer(
     callbacks: Sequence[Any] = (),
 ) -> tuple[Any, SplitStats, SplitStats | None]:
     """The configured SFTTrainer (model, LoRA, tokenised splits), not yet trained."""
-    from peft import LoraConfig
     from trl import SFTConfig, SFTTrainer
 
     from agents.models import load_causal_lm
@@ -170,20 +169,13 @@ def build_trainer(
         metric_for_best_model="eval_loss" if evaluate else None,
         greater_is_better=False if evaluate else None,
     )
-    peft_config = LoraConfig(
-        r=config.lora_r,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=list(config.target_modules),
-        task_type="CAUSAL_LM",
-    )
     trainer = SFTTrainer(
         model=model,
         args=args,
         train_dataset=train_dataset,
         eval_dataset=dev_dataset,
         processing_class=tokenizer,
-        peft_config=peft_config,
+        peft_config=lora_config(config),
         callbacks=list(callbacks),
     )
     return trainer, train_stats, dev_stats
@@ -224,6 +216,19 @@ def _tokenized_splits(
     if dev_stats is not None:
         _report_split(say, "dev", dev_stats)
     return Dataset.from_dict(train_cols), train_stats, dev_dataset, dev_stats
+
+
+def lora_config(config: Any) -> Any:
+    """The LoRA adapter SFT and DPO train (rank, alpha, dropout, target modules from config)."""
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.target_modules),
+        task_type="CAUSAL_LM",
+    )
 
 
 def shared_trainer_args(config: Any, checkpoints: Path, evaluate: bool) -> dict[str, Any]:
