@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agents.base import AgentInfo, GenerationSettings, History, system_text
-from agents.models import ModelError, load_chat_model
+from agents.models import ModelError, check_adapter_folder, load_chat_model
 from scenarios.records import Turn
 from scenarios.registry import AGENTS
 
@@ -40,6 +41,21 @@ def plain_prompt(history: History, system: str | None, add_bot_tag: bool = True)
     if add_bot_tag:
         lines.append("Bot:")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class GeneratedReply:
+    """A reply with what generating it cost, for callers that report usage (`moralsim serve`).
+
+    prompt_tokens: the tokens fed to the model (template, system text, left truncation).
+    completion_tokens: the tokens generated for this reply, its stop token included.
+    cut: generation stopped at max_new_tokens, not at a stop token.
+    """
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cut: bool
 
 
 @AGENTS.register("transformers")
@@ -88,6 +104,15 @@ class TransformersAgent:
         self.stop_ids = self._stop_ids()
         self.info = AgentInfo(model=model, adapter=adapter, backend="transformers")
 
+    def context_length(self) -> int:
+        """Most tokens a prompt and its reply share: `max_context_tokens`, or the model's own
+        position limit when that is smaller (positions past it were never trained)."""
+        config = getattr(self.model, "config", None)
+        positions = getattr(config, "max_position_embeddings", None)
+        if isinstance(positions, int) and positions > 0:
+            return min(self.max_context_tokens, positions)
+        return self.max_context_tokens
+
     # ------------------------------------------------------------------ prompts
 
     def _stop_ids(self) -> list[int]:
@@ -133,8 +158,17 @@ class TransformersAgent:
         cancel: threading.Event | None = None,
     ) -> list[str]:
         """Replies in order; setting `cancel` stops generation early (the REPL's Ctrl-C)."""
+        return [reply.text for reply in self.generate_replies(histories, settings, cancel)]
+
+    def generate_replies(
+        self,
+        histories: Sequence[History],
+        settings: GenerationSettings | None = None,
+        cancel: threading.Event | None = None,
+    ) -> list[GeneratedReply]:
+        """`respond` with the token counts of each reply: what `moralsim serve` reports."""
         s = settings or self.generation
-        replies: list[str] = []
+        replies: list[GeneratedReply] = []
         for start in range(0, len(histories), self.batch_size):
             replies += self._generate(histories[start : start + self.batch_size], s, cancel)
         return replies
@@ -144,7 +178,7 @@ class TransformersAgent:
         histories: Sequence[History],
         s: GenerationSettings,
         cancel: threading.Event | None = None,
-    ) -> list[str]:
+    ) -> list[GeneratedReply]:
         torch = self._torch
         if not histories:
             return []
@@ -175,7 +209,22 @@ class TransformersAgent:
             )
         new = out if self.seq2seq else out[:, width:]
         texts = self.tokenizer.batch_decode(new, skip_special_tokens=True)
-        return [clean_reply(t) for t in texts]
+        rows = (new[:, 1:] if self.seq2seq else new).tolist()  # seq2seq: drop decoder start
+        return [
+            self._counted(clean_reply(text), len(prompt), row, s.max_new_tokens)
+            for text, prompt, row in zip(texts, prompts, rows, strict=True)
+        ]
+
+    def _counted(
+        self, text: str, prompt_tokens: int, row: list[int], max_new_tokens: int
+    ) -> GeneratedReply:
+        """Count a generated row up to its first stop token (only padding follows it); a row
+        without one ran until max_new_tokens (or `cancel`) ended generation."""
+        stops = set(self.stop_ids)
+        end = next((i for i, token in enumerate(row) if token in stops), None)
+        if end is None:
+            return GeneratedReply(text, prompt_tokens, len(row), len(row) >= max_new_tokens)
+        return GeneratedReply(text, prompt_tokens, end + 1, cut=False)
 
     # ------------------------------------------------------------------ likelihood
 
@@ -301,13 +350,10 @@ def _cancel_criteria(cancel: threading.Event) -> Any:
 
 
 def _with_adapter(model: Any, adapter: str, merge: bool) -> Any:
-    from pathlib import Path
 
     from peft import PeftModel
 
-    folder = Path(adapter).expanduser()
-    if not (folder / "adapter_config.json").is_file():
-        raise ModelError(f"{folder} is not a PEFT adapter folder: it has no adapter_config.json")
+    folder = check_adapter_folder(adapter)
     peft_model = PeftModel.from_pretrained(model, str(folder))
     return peft_model.merge_and_unload() if merge else peft_model
 

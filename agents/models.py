@@ -402,6 +402,54 @@ def resolve_model(
     )
 
 
+def check_adapter_folder(adapter: str) -> Path:
+    """The folder of a PEFT LoRA adapter, checked without loading it: its adapter_config.json
+    parses and has the types PEFT needs, and its weights are there. A wrong folder is one
+    ModelError naming the file and key, before any model loads (PEFT would fail deep inside
+    with a TypeError)."""
+    folder = Path(adapter).expanduser()
+    config_file = folder / "adapter_config.json"
+    if not folder.is_dir():
+        raise ModelError(f"adapter folder {folder} does not exist")
+    if not config_file.is_file():
+        raise ModelError(f"{folder} is not a PEFT adapter folder: it has no adapter_config.json")
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{config_file}: not valid JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise ModelError(f"{config_file}: expected a JSON object")
+    for key, ok, expected in _ADAPTER_KEYS:
+        if key in config and not ok(config[key]):
+            raise ModelError(
+                f"{config_file}: field '{key}' must be {expected}, got {config[key]!r}"
+            )
+    if not any(folder.glob("adapter_model*.safetensors")) and not any(
+        folder.glob("adapter_model*.bin")
+    ):
+        raise ModelError(f"{folder} has no adapter weights (adapter_model.safetensors)")
+    return folder
+
+
+def _is_names(value: Any) -> bool:
+    return isinstance(value, str) or (
+        isinstance(value, list) and all(isinstance(v, str) for v in value)
+    )
+
+
+_ADAPTER_KEYS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    ("peft_type", lambda v: isinstance(v, str), 'a string such as "LORA"'),
+    ("r", lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer"),
+    (
+        "lora_alpha",
+        lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "a number",
+    ),
+    ("target_modules", lambda v: v is None or _is_names(v), "a module name or a list of names"),
+    ("base_model_name_or_path", lambda v: v is None or isinstance(v, str), "a string or null"),
+)
+
+
 # --------------------------------------------------------------------------- loading
 
 

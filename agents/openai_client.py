@@ -46,6 +46,59 @@ def _server_message(response: httpx.Response) -> str:
     return response.text[:500]
 
 
+def auth_headers(base_url: str, api_key_env: str | None) -> dict[str, str]:
+    """The Authorization header for a key read from `api_key_env` (none for None): keys live
+    in the environment, never in configs, so configs can be shared and committed."""
+    if not api_key_env:
+        return {}
+    key = os.environ.get(api_key_env)
+    if not key:
+        raise AgentError(
+            f"the environment variable {api_key_env} is not set: export the API key "
+            f"for {base_url} there (or set api_key_env to null for a server without keys)"
+        )
+    return {"Authorization": f"Bearer {key}"}
+
+
+def served_models(base_url: str, api_key_env: str | None, timeout: float = 10.0) -> list[str]:
+    """The model names `GET {base_url}/models` lists, so a run can check its bot before anything
+    loads: an unreachable server, a refused key or a mistyped model name is then one line, not
+    a run that fails at its first bot turn. Empty when the server keeps no such list (404).
+
+    Raises AgentError when the server cannot be reached or refuses the request.
+    """
+    url = f"{base_url.rstrip('/')}/models"
+    try:
+        response = httpx.get(url, headers=auth_headers(base_url, api_key_env), timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise AgentError(f"cannot reach {url}: {type(exc).__name__}: {exc}") from None
+    if response.status_code in (404, 405):
+        return []
+    if response.status_code >= 400:
+        raise AgentError(
+            f"{url} refused the request (HTTP {response.status_code}): {_server_message(response)}"
+        )
+    try:
+        entries = response.json()["data"]
+        return [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
+    except (ValueError, KeyError, TypeError):
+        return []  # not OpenAI's list shape: nothing to check the name against
+
+
+def _endpoint_and_model(names: tuple[str, ...], base_url: str | None) -> tuple[str, str]:
+    """(base_url, model) from either call form: the registry passes the model first and every
+    other option by keyword (`AGENTS.get(name)(model, **options)`), while direct callers
+    have always named the endpoint first."""
+    if base_url is not None and len(names) == 1:
+        return base_url, names[0]
+    if base_url is None and len(names) == 2:
+        return names[0], names[1]
+    raise TypeError(
+        "OpenAIChatAgent takes (model, base_url=URL) or (base_url, model), got "
+        f"{len(names)} positional names and base_url={base_url!r}"
+    )
+
+
 @AGENTS.register("openai")
 class OpenAIChatAgent:
     """Talks to `{base_url}/chat/completions` (base_url ends in `/v1`, as OpenAI's does).
@@ -54,9 +107,13 @@ class OpenAIChatAgent:
     `max_new_tokens` as `max_tokens`; `top_p` and `seed` as they are. OpenAI has no beam search,
     so `num_beams` is not sent: the server decides.
 
+    Built the way the agent registry builds every backend, `OpenAIChatAgent(model,
+    base_url=URL, ...)` (what `bot.agent: openai` in a run config does), or endpoint first,
+    `OpenAIChatAgent(base_url, model, ...)`, as direct callers write it.
+
     Args:
-        base_url: e.g. `http://127.0.0.1:8000/v1`.
         model: the server's model name (sent as `model`, recorded in `info`).
+        base_url: e.g. `http://127.0.0.1:8000/v1`.
         api_key_env: environment variable holding the API key; None for a server without keys.
             Keys never appear in configs, so configs can be shared and committed.
         timeout: seconds per request attempt.
@@ -70,9 +127,8 @@ class OpenAIChatAgent:
 
     def __init__(
         self,
-        base_url: str,
-        model: str,
-        *,
+        *names: str,
+        base_url: str | None = None,
         api_key_env: str | None = "OPENAI_API_KEY",
         timeout: float = 60.0,
         max_retries: int = 3,
@@ -86,15 +142,8 @@ class OpenAIChatAgent:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         if max_retries < 0:
             raise ValueError(f"max_retries must not be negative, got {max_retries}")
-        headers = {"Content-Type": "application/json"}
-        if api_key_env:
-            key = os.environ.get(api_key_env)
-            if not key:
-                raise AgentError(
-                    f"the environment variable {api_key_env} is not set: export the API key "
-                    f"for {base_url} there (or set api_key_env to null for a server without keys)"
-                )
-            headers["Authorization"] = f"Bearer {key}"
+        base_url, model = _endpoint_and_model(names, base_url)
+        headers = {"Content-Type": "application/json", **auth_headers(base_url, api_key_env)}
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.max_retries = max_retries

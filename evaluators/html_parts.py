@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from evaluators.stats import TOO_FEW
 from evaluators.svg_charts import histogram
 
 DASH = "—"
@@ -47,8 +48,11 @@ def bounds(est: Mapping[str, Any]) -> tuple[object, object]:
 
 
 def ci_text(est: Mapping[str, Any], scale: float, digits: int) -> str:
+    """'[lo, hi]', or why there is none (fewer values than an interval needs)."""
     lo, hi = (num(b, scale, digits) for b in bounds(est))
-    return DASH if DASH in (lo, hi) else f"[{lo}, {hi}]"
+    if DASH in (lo, hi):
+        return TOO_FEW if est.get("method") == TOO_FEW else DASH
+    return f"[{lo}, {hi}]"
 
 
 def n_text(est: Mapping[str, Any]) -> str:
@@ -57,12 +61,15 @@ def n_text(est: Mapping[str, Any]) -> str:
 
 
 def cell(est: Mapping[str, Any], scale: float = 100.0, digits: int = 1) -> str:
-    """'mean [lo, hi] (n)' for a breakdown table; the interval is left out when n < 2."""
+    """'mean [lo, hi] (n)' for a breakdown table; the interval is left out when there is none
+    (n below what an interval needs: the small n in brackets says why)."""
     mean = num(est.get("mean"), scale, digits)
     if mean == DASH:
         return DASH
     interval = ci_text(est, scale, digits)
-    return f"{mean} {interval} ({n_text(est)})" if interval != DASH else f"{mean} ({n_text(est)})"
+    if interval in (DASH, TOO_FEW):
+        return f"{mean} ({n_text(est)})"
+    return f"{mean} {interval} ({n_text(est)})"
 
 
 def est_row(label: str, est: Mapping[str, Any], scale: float, digits: int) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evaluators.moraldial import METRICS
+from evaluators.moraldial import METRIC_RANGES, METRICS
 from evaluators.stats import histogram, mean_ci
 from scenarios.records import Dialogue
 
@@ -61,14 +61,15 @@ def metric_section(
             by["consensus"].setdefault(consensus_band(rot.consensus if rot else None), []).append(
                 value
             )
-        low, high = (
-            (-2.0, 2.0) if metric == "dS_MR" else (0.0, 1.0) if metric == "S_MR" else (-1.0, 1.0)
-        )
+        low, high = METRIC_RANGES.get(metric, (-1.0, 1.0))
         out[metric] = {
-            **mean_ci(values).to_dict(),
+            **mean_ci(values, bounds=(low, high)).to_dict(),
             **METRIC_INFO[metric],
             "by": {
-                key: {group: mean_ci(v).to_dict() for group, v in sorted(groups.items())}
+                key: {
+                    group: mean_ci(v, bounds=(low, high)).to_dict()
+                    for group, v in sorted(groups.items())
+                }
                 for key, groups in by.items()
             },
             "histogram": histogram(values, low, high),

@@ -36,6 +36,13 @@ AgreementFn = Callable[[Sequence[AgreementItem]], np.ndarray]
 BOT_STEPS = ("answer", "explanation", "revision", "new_answer")
 METRICS = ("S_MA", "S_ME", "S_MR1", "S_MR2", "dS_MR", "S_MR", "S_RIL")
 
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    **{m: (-1.0, 1.0) for m in METRICS},
+    "dS_MR": (-2.0, 2.0),
+    "S_MR": (0.0, 1.0),
+}
+"""The values each metric can take (docs/methods.md §4); intervals are clipped to them."""
+
 
 @dataclass(frozen=True)
 class MoralDialParams:
@@ -226,4 +233,4 @@ def summarize(dialogues: Sequence[Dialogue]) -> dict[str, Estimate]:
             found = d.scores_named(metric)
             if found:
                 values[metric].append(found[0].value)
-    return {m: mean_ci(v) for m, v in values.items()}
+    return {m: mean_ci(v, bounds=METRIC_RANGES[m]) for m, v in values.items()}

@@ -19,7 +19,7 @@ from typing import Literal
 
 import numpy as np
 
-from evaluators.stats import Estimate, mean_ci
+from evaluators.stats import MIN_N_FOR_CI, TOO_FEW, Estimate, mean_ci
 from scenarios.rot import RoT
 
 Stance = Literal["aligned", "opposed", "undecided"]
@@ -97,9 +97,12 @@ def prudence(
             universal.append(1.0 if stance == "aligned" else 0.0)
         else:
             contested.append(1.0 if stance == "undecided" else 0.0)
-    u, c = mean_ci(universal), mean_ci(contested)
+    u, c = mean_ci(universal, bounds=(0.0, 1.0)), mean_ci(contested, bounds=(0.0, 1.0))
+    n = len(universal) + len(contested)
     if u.mean is None or c.mean is None:
-        score = Estimate(None, None, None, len(universal) + len(contested), "bootstrap")
+        score = Estimate(None, None, None, n, "bootstrap")
+    elif n < MIN_N_FOR_CI:
+        score = Estimate((u.mean + c.mean) / 2, None, None, n, TOO_FEW)
     else:
         rng = np.random.default_rng(seed)
         uu, cc = np.array(universal), np.array(contested)
@@ -122,4 +125,4 @@ def stance_flips(
     for values in as_by_question.values():
         stances = {stance_of(v, threshold) for v in values}
         flags.append(1.0 if {"aligned", "opposed"} <= stances else 0.0)
-    return mean_ci(flags)
+    return mean_ci(flags, bounds=(0.0, 1.0))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import yaml
 
 from evaluators.scorer_eval import RUN_SCORER_FILE, scorer_summary
 from evaluators.summary import build_summary
-from scenarios.jsonl import read_dialogues
+from scenarios.jsonl import describe_duplicates, read_dialogues
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -85,20 +86,53 @@ def load_run_plugins(run_dir: Path) -> None:
         load_plugins([resolve_plugin(str(p), run_dir) for p in plugins])
 
 
-def write_report(run_dir: str | Path) -> tuple[Path, Path]:
-    """(summary.json, report.html) of a run folder, rebuilt from its records."""
+class RunFileError(ValueError):
+    """A file of a run folder that cannot be read (the message names it and why)."""
+
+
+def read_json_file(path: Path) -> Any:
+    """A run folder's JSON file, or None when it is absent; a damaged one is a RunFileError
+    naming the file and position, so `report` and `compare` say one line, not a traceback."""
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise RunFileError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise RunFileError(
+            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+            "delete it and rerun with --resume to rebuild it from the records"
+        ) from None
+
+
+def check_records(records: Path) -> None:
+    """A run folder's dialogues.jsonl must exist and hold at least one line of data."""
+    if not records.is_file():
+        raise FileNotFoundError(f"{records}: no dialogues in this run folder")
+    with records.open("rb") as fh:
+        if not any(line.strip() for line in fh):
+            raise RunFileError(f"{records}: the file is empty; this run wrote no dialogues")
+
+
+def write_report(
+    run_dir: str | Path, warn: Callable[[str], None] | None = None
+) -> tuple[Path, Path]:
+    """(summary.json, report.html) of a run folder, rebuilt from its records; a repeated
+    dialogue id is counted once and reported through `warn`."""
     from evaluators.report_html import render_report
 
     folder = Path(run_dir)
     load_run_plugins(folder)
     records = folder / "dialogues.jsonl"
-    if not records.is_file():
-        raise FileNotFoundError(f"{records}: no dialogues in this run folder")
+    check_records(records)
     # Completion order depends on the runtime (and on a resumed interruption); the summary must
     # not, so it is built from the records in id order.
-    dialogues = sorted(read_dialogues(records), key=lambda d: d.id)
-    probes_path = folder / "probes.json"
-    probes = json.loads(probes_path.read_text(encoding="utf-8")) if probes_path.is_file() else None
+    duplicates: list[str] = []
+    dialogues = sorted(read_dialogues(records, duplicates=duplicates), key=lambda d: d.id)
+    if duplicates and warn is not None:
+        warn(describe_duplicates(records, duplicates))
+    probes = read_json_file(folder / "probes.json")
     info = run_info(folder)
     # The run's date is when its last dialogue was written, not when the report was rebuilt.
     written = datetime.fromtimestamp(records.stat().st_mtime, tz=UTC)
@@ -106,11 +140,11 @@ def write_report(run_dir: str | Path) -> tuple[Path, Path]:
     summary = build_summary(dialogues, probes, info)
     scorer_path = folder / RUN_SCORER_FILE
     if scorer_path.is_file():
-        summary["scorer"] = scorer_summary(json.loads(scorer_path.read_text(encoding="utf-8")))
+        summary["scorer"] = scorer_summary(read_json_file(scorer_path))
     validation = _validation_of(folder)
     if validation is not None:
         summary["validation"] = validation
     summary_path, html_path = folder / "summary.json", folder / "report.html"
     _write_atomic(summary_path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
-    _write_atomic(html_path, render_report(summary))
+    _write_atomic(html_path, render_report(summary, dialogues=dialogues))
     return summary_path, html_path

@@ -4,6 +4,8 @@ The page is built from `summary.json` alone (see `evaluators.summary`), so a cop
 folder can be reported on without the records, the models or a network: no script, no
 external URL, CSS inline, printable. A run that skipped a probe, or a metric with no values,
 shows "not run" / "—" instead of failing, because partial runs are the ones people debug.
+Given the run's records as well, the page ends with the transcript viewer
+(`evaluators.transcript_view`), its only script: inline, still nothing external.
 
 This module renders what every run has (the header, the agreement scorer, the instrument
 validation); each registered flow renders its own section (`Flow.html`, built from the pieces
@@ -14,12 +16,14 @@ consistency scores raw with three decimals, stage scores on 0-100.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
 from evaluators import html_parts as h
+from evaluators.transcript_view import VIEWER_CSS, transcript_section
 from scenarios.flow_api import flows_in_order
+from scenarios.records import Dialogue
 
 __all__ = ["DASH", "NOT_RUN", "render_report"]
 
@@ -134,12 +138,18 @@ def _validation(v: Mapping[str, Any]) -> str:
     return f'<section id="validation"><h2>Instrument validation</h2>{body}</section>'
 
 
-def render_report(summary: dict[str, Any], title: str | None = None) -> str:
+def render_report(
+    summary: dict[str, Any],
+    title: str | None = None,
+    dialogues: Sequence[Dialogue] | None = None,
+) -> str:
     """The whole report as one HTML document (a str; write it as UTF-8).
 
     Args:
         summary: what `evaluators.summary.build_summary` returns (or summary.json, loaded).
         title: page title; defaults to "moralsim report: <run name>".
+        dialogues: the run's records, for the transcript viewer (`evaluators.transcript_view`,
+            the page's only script); None leaves the viewer out and the page script-free.
 
     Returns:
         A complete document with inline CSS and SVG and no external references.
@@ -152,10 +162,12 @@ def render_report(summary: dict[str, Any], title: str | None = None) -> str:
             _scorer(h.mapping(summary.get("scorer"))),
             _validation(h.mapping(summary.get("validation"))),
             *(flow.html(h.mapping(summary.get(flow.key())) or None) for flow in flows_in_order()),
+            transcript_section(dialogues) if dialogues is not None else "",
         ]
     )
+    css = _CSS + (VIEWER_CSS if dialogues is not None else "")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(heading)}</title><style>{_CSS}</style></head>"
+        f"<title>{escape(heading)}</title><style>{css}</style></head>"
         f"<body>{body}</body></html>\n"
     )

@@ -36,14 +36,28 @@ class Estimate:
         }
 
 
+MIN_N_FOR_CI = 5
+"""Below this many values no interval is given: a t interval on 2-4 bounded values is mostly
+a statement about the t distribution's tails, and reads as far more certain than it is."""
+
+TOO_FEW = "n too small"
+"""`Estimate.method` of a mean whose interval was left out because n < MIN_N_FOR_CI."""
+
+
 def mean_ci(
     values: Iterable[float],
     level: float = 0.95,
     method: Method = "t",
     resamples: int = 10_000,
     seed: int = 0,
+    bounds: tuple[float, float] | None = None,
 ) -> Estimate:
-    """Mean and two-sided confidence interval of `values` (NaN is an error, not skipped)."""
+    """Mean and two-sided confidence interval of `values` (NaN is an error, not skipped).
+
+    `bounds` is the metric's range: the interval is clipped to it (a t interval around a mean
+    near +1 of a metric in [-1, 1] would otherwise claim values the metric cannot take). With
+    fewer than MIN_N_FOR_CI values there is no interval, and `method` says so.
+    """
     x = np.sort(np.asarray(list(values), dtype=np.float64))  # sorted: order-independent sums
     n = int(x.size)
     if n == 0:
@@ -51,8 +65,22 @@ def mean_ci(
     if np.isnan(x).any():
         raise ValueError("metric values contain NaN; an unscorable turn must be left out upstream")
     mean = float(math.fsum(x) / n)
-    if n < 2:
-        return Estimate(mean, None, None, n, method)
+    if n < MIN_N_FOR_CI:
+        return Estimate(mean, None, None, n, TOO_FEW)
+    est = _interval(x, mean, level, method, resamples, seed)
+    if bounds is None:
+        return est
+    return Estimate(mean, _clip(est.ci_low, bounds), _clip(est.ci_high, bounds), n, method)
+
+
+def _clip(value: float | None, bounds: tuple[float, float]) -> float | None:
+    return None if value is None else min(max(value, bounds[0]), bounds[1])
+
+
+def _interval(
+    x: np.ndarray, mean: float, level: float, method: Method, resamples: int, seed: int
+) -> Estimate:
+    n = int(x.size)
     if method == "t":
         from scipy.stats import t
 

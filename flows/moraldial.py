@@ -14,6 +14,7 @@ from html import escape
 from typing import Any
 
 from evaluators import html_parts as h
+from evaluators.compare import Unit
 from evaluators.metric_summary import metric_section
 from evaluators.moraldial import METRICS
 from evaluators.svg_charts import Bar, bar_chart
@@ -28,16 +29,24 @@ def metric_names(metrics: Mapping[str, Any]) -> list[str]:
     return [m for m in METRIC_ORDER if m in metrics] + [m for m in metrics if m not in METRIC_ORDER]
 
 
-def metric_values(dialogues: Sequence[Any], metric: str, flow_name: str) -> list[float]:
-    """One value per dialogue of `flow_name`: the first score of that name."""
+def metric_units(dialogues: Sequence[Any], metric: str, flow_name: str) -> list[Unit]:
+    """One value per dialogue of `flow_name` (the first score of that name), keyed by its
+    scenario so two runs pair up, with the bot turn it scored (the first bot turn for a
+    dialogue-level score) for the side-by-side table."""
     out = []
     for d in dialogues:
         if d.flow != flow_name:
             continue
         found = d.scores_named(metric)
         if found:
-            out.append(found[0].value)
+            out.append(Unit(d.scenario_id, found[0].value, _scored_text(d, found[0].turn)))
     return out
+
+
+def _scored_text(dialogue: Any, turn: int | None) -> str:
+    if turn is not None and 0 <= turn < len(dialogue.turns):
+        return dialogue.turns[turn].text
+    return next((t.text for t in dialogue.turns if t.role == "bot"), "")
 
 
 @flow
@@ -58,7 +67,7 @@ class MoralDialFlow(Flow):
         return metric_section([d for d in dialogues if d.flow == self.name])
 
     def rows(self, entry: Mapping[str, Any]) -> list[Row]:
-        return [Row(metric, value) for metric, value in entry.items()]
+        return [Row(DISPLAY.get(metric, metric), value) for metric, value in entry.items()]
 
     def html(self, entry: Mapping[str, Any] | None) -> str:
         metrics = dict(h.mapping(entry))
@@ -67,14 +76,18 @@ class MoralDialFlow(Flow):
         return _metrics_table(metrics) + _breakdowns(metrics) + _distributions(metrics)
 
     def compare(self, a: RunData, b: RunData) -> list[Any]:
-        from evaluators.compare import Comparison, welch_interval
-        from evaluators.stats import mean_ci
+        """Per dialogue, paired by scenario: the same questions asked of both bots."""
+        from evaluators.compare import unit_row
 
         rows = []
         for metric in METRICS:
-            va = metric_values(a.dialogues, metric, self.name)
-            vb = metric_values(b.dialogues, metric, self.name)
-            rows.append(Comparison(metric, mean_ci(va), mean_ci(vb), *welch_interval(va, vb)))
+            row = unit_row(
+                DISPLAY.get(metric, metric),
+                metric_units(a.dialogues, metric, self.name),
+                metric_units(b.dialogues, metric, self.name),
+            )
+            if row is not None:
+                rows.append(row)
         return rows
 
 

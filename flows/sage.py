@@ -129,14 +129,16 @@ class SageFlow(Flow):
         )
 
     def compare(self, a: RunData, b: RunData) -> list[Any]:
-        """Per-question SaGE, so the difference gets a Welch interval."""
-        from evaluators.compare import per_unit_row
+        """Per-question SaGE, paired by question."""
+        from evaluators.compare import Unit, unit_row
 
-        qa = (h.mapping(a.probes.get("sage")).get("per_question") or {}).values()
-        qb = (h.mapping(b.probes.get("sage")).get("per_question") or {}).values()
+        qa = (h.mapping(a.probes.get("sage")).get("per_question") or {}).items()
+        qb = (h.mapping(b.probes.get("sage")).get("per_question") or {}).items()
         rows = []
         for kind, label in (("answer", "SaGE answers"), ("rot", "SaGE RoTs")):
-            row = per_unit_row(label, [q[kind] for q in qa], [q[kind] for q in qb])
+            row = unit_row(
+                label, [Unit(k, q[kind]) for k, q in qa], [Unit(k, q[kind]) for k, q in qb]
+            )
             if row is not None:
                 rows.append(row)
         return rows

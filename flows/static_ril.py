@@ -13,7 +13,7 @@ from typing import Any
 
 from evaluators import html_parts as h
 from evaluators.metric_summary import metric_section
-from flows.moraldial import DISPLAY, metric_names, metric_values
+from flows.moraldial import DISPLAY, metric_names, metric_units
 from scenarios.flow_api import Flow, FlowRun, Row, RunData, flow
 
 
@@ -73,11 +73,12 @@ class StaticRilFlow(Flow):
         )
 
     def compare(self, a: RunData, b: RunData) -> list[Any]:
-        from evaluators.compare import Comparison, welch_interval
-        from evaluators.stats import mean_ci
+        """Per dialogue, paired by scenario."""
+        from evaluators.compare import unit_row
 
-        va = metric_values(a.dialogues, "S_RIL", self.name)
-        vb = metric_values(b.dialogues, "S_RIL", self.name)
-        if not (va or vb):
-            return []
-        return [Comparison("S_RIL (static)", mean_ci(va), mean_ci(vb), *welch_interval(va, vb))]
+        row = unit_row(
+            "S_RIL (static)",
+            metric_units(a.dialogues, "S_RIL", self.name),
+            metric_units(b.dialogues, "S_RIL", self.name),
+        )
+        return [] if row is None else [row]

@@ -6,39 +6,114 @@ plain translations of config sections into the picklable specs the runtimes take
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from moralsim.config import RunConfig
+from moralsim.config import BotConfig, RunConfig
 
 
-def evaluator_and_agent_specs(run: RunConfig, safety_rots: list[str]) -> tuple[Any, Any]:
-    """The bot to load and the scorers every bot turn goes through, as picklable specs."""
+def agent_options(bot: BotConfig, generation: Any) -> dict[str, Any]:
+    """The keyword arguments `bot.agent` is built with: each backend gets only the options it
+    takes (an endpoint has no adapter or context budget of ours; a local model no URL)."""
+    shared = {"system_prompt": bot.system_prompt, "generation": generation}
+    own: dict[str, dict[str, Any]] = {
+        "transformers": {
+            "adapter": bot.adapter,
+            "batch_size": bot.batch_size,
+            "max_context_tokens": bot.max_context_tokens,
+        },
+        "openai": {
+            "base_url": bot.base_url,
+            "api_key_env": bot.api_key_env,
+            "concurrency": bot.batch_size,  # one request per history: a batch in flight at once
+        },
+    }
+    # Scripted and plugin agents get what every agent was always given.
+    other = {"adapter": bot.adapter, "batch_size": bot.batch_size}
+    return {**shared, **own.get(bot.agent, other)}
+
+
+def agent_spec(run: RunConfig) -> Any:
+    """The bot to load, as a picklable spec (built here, in a Ray actor or by `moralsim chat`)."""
     from agents.base import GenerationSettings
-    from evaluators.moraldial import MoralDialParams
-    from simulators.ray_actors import AgentSpec, EvaluatorSpec
+    from simulators.ray_actors import AgentSpec
 
     g = run.bot.generation
     settings = GenerationSettings(
         max_new_tokens=g.max_new_tokens, do_sample=g.do_sample, temperature=g.temperature,
         top_p=g.top_p, num_beams=g.num_beams, seed=run.seed,
     )  # fmt: skip
-    agent = AgentSpec(
+    return AgentSpec(
         run.bot.agent,
         run.bot.model,
-        {
-            "adapter": run.bot.adapter,
-            "system_prompt": run.bot.system_prompt,
-            "generation": settings,
-            "batch_size": run.bot.batch_size,
-            **(
-                {"max_context_tokens": run.bot.max_context_tokens}
-                if run.bot.agent == "transformers"
-                else {}
-            ),
-        },
+        agent_options(run.bot, settings),
         response_cache=run.bot.response_cache,
         plugins=tuple(run.plugins),
     )
+
+
+def local_bot_model(run: RunConfig) -> str | None:
+    """The bot's model to find (or prepare) on this machine before the run; None when
+    bot.model names no local weights: a scripted agent's pack, an endpoint's served model."""
+    if run.bot.agent == "openai" or run.bot.agent.startswith("scripted:"):
+        return None
+    return run.bot.model
+
+
+def api_key_problem(bot: BotConfig, environ: Mapping[str, str]) -> str | None:
+    """The endpoint's key variable when it is named but unset (one line), else None: a run
+    should stop before any model loads, not at its first bot turn."""
+    if bot.agent != "openai" or not bot.api_key_env or environ.get(bot.api_key_env):
+        return None
+    return (
+        f"bot.api_key_env: the environment variable {bot.api_key_env} is not set; export the "
+        f"API key for {bot.base_url} there, or set bot.api_key_env to null for a server "
+        "without keys"
+    )
+
+
+def endpoint_problem(bot: BotConfig, environ: Mapping[str, str]) -> str | None:
+    """Why `agent: openai` cannot reach its bot (one line), or None: the key variable is unset,
+    the server cannot be reached or refuses the key, or it does not serve bot.model."""
+    if bot.agent != "openai":
+        return None
+    missing = api_key_problem(bot, environ)
+    if missing or bot.base_url is None:
+        return missing
+    from agents.openai_client import AgentError, served_models
+
+    try:
+        names = served_models(bot.base_url, bot.api_key_env)
+    except AgentError as exc:
+        return f"bot.base_url: {exc}"
+    if names and bot.model not in names:
+        return f"bot.model: {bot.base_url} serves {', '.join(map(repr, names))}, not {bot.model!r}"
+    return None
+
+
+def agent_problem(run: RunConfig, environ: Mapping[str, str]) -> str | None:
+    """Why this bot cannot run the plan, checked before anything loads (one line), or None.
+
+    The config alone cannot know these: which flows run with which options is only settled
+    once every section is read, and the key and the server live outside it.
+    """
+    if run.bot.agent != "openai":
+        return None
+    dit = run.probes.get("dit")
+    if "dit" in run.flows and getattr(dit, "mode", None) == "likelihood":
+        return (
+            "probes.dit.mode: likelihood reads the bot's log-probabilities, which an "
+            "OpenAI-compatible server does not give (bot.agent openai); set "
+            "probes.dit.mode=generation or leave dit out of flows"
+        )
+    return endpoint_problem(run.bot, environ)
+
+
+def evaluator_and_agent_specs(run: RunConfig, safety_rots: list[str]) -> tuple[Any, Any]:
+    """The bot to load and the scorers every bot turn goes through, as picklable specs."""
+    from evaluators.moraldial import MoralDialParams
+    from simulators.ray_actors import EvaluatorSpec
+
     params = MoralDialParams(
         pushback_below=run.user.pushback_threshold,
         firm_below=run.user.firm_threshold,
@@ -52,7 +127,7 @@ def evaluator_and_agent_specs(run: RunConfig, safety_rots: list[str]) -> tuple[A
         params,
         plugins=tuple(run.plugins),
     )
-    return agent, evaluators
+    return agent_spec(run), evaluators
 
 
 def ray_options(run: RunConfig) -> Any:

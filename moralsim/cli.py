@@ -88,7 +88,12 @@ def _run_config(
     name: str | None = None,
     output_dir: str | None = None,
     num_dialogues: int | None = None,
+    resume: bool = False,
 ) -> RunConfig:
+    """The run's config from --config, --set and the options; with `resume`, the config saved in
+    the run folder, refusing any stated setting that differs from it (moralsim.resume)."""
+    from moralsim.resume import resumed_config, stated_keys
+
     sets = list(overrides or [])
     for key, value in (
         ("seed", seed),
@@ -99,7 +104,10 @@ def _run_config(
         if value is not None:
             sets.append(f"{key}={value}")
     try:
-        return load_config(config, sets)
+        run = load_config(config, sets)
+        if resume and (run.run_dir / "config.yaml").is_file():
+            run = resumed_config(run.run_dir, run, stated_keys(config, sets))
+        return run
     except ConfigError as exc:
         raise _fail(str(exc)) from None
 
@@ -141,41 +149,53 @@ def simulate(
         _print_config_fields()
         return
     sets = [*(set_ or []), *(["runtime.ray=false"] if no_ray else [])]
-    _simulate(_run_config(config, sets, seed, name, output_dir, num_dialogues), resume)
+    _simulate(_run_config(config, sets, seed, name, output_dir, num_dialogues, resume), resume)
 
 
 def _simulate(run: RunConfig, resume: bool) -> None:
     from agents.models import ModelError, resolve_model
+    from agents.openai_client import AgentError
     from evaluators.scorers import registered_scorer
-    from moralsim.backend_specs import user_policy
+    from moralsim.backend_specs import local_bot_model, user_policy
     from moralsim.run_simulation import simulate as run_simulation
     from simulators.ray_runtime import RuntimeFailure
 
     _check_plan(run)
+    generative = ("causal-lm", "seq2seq-lm")
     try:
-        scripted = run.bot.agent.startswith("scripted:")  # its model names a pack, not weights
-        for key, spec in (
-            ("bot.model", None if scripted else run.bot.model),
-            ("evaluators.embedding_model", run.evaluators.embedding_model),
+        for key, spec, kinds in (
+            ("bot.model", local_bot_model(run), generative),
+            (
+                "evaluators.embedding_model",
+                run.evaluators.embedding_model,
+                ("sentence-encoder", "encoder"),
+            ),
             (
                 "evaluators.agreement_model",
                 None
                 if registered_scorer(run.evaluators.agreement_model)
                 else run.evaluators.agreement_model,
+                ("sequence-classifier", "causal-lm"),  # a classifier, or an LLM judge
             ),
             (
                 "user.phraser_model",
                 run.user.phraser_model if user_policy(run) != run.user.policy else None,
+                generative,
             ),
         ):
             if spec is None:
                 continue
             try:
-                resolve_model(spec, progress=lambda m: console.print(m, highlight=False))
+                found = resolve_model(spec, progress=lambda m: console.print(m, highlight=False))
             except ModelError as exc:
                 raise _fail(f"{key}: {exc}") from None
+            if found.kind not in kinds:
+                raise _fail(
+                    f"{key}: '{spec}' is a {found.kind} folder; this role needs a "
+                    f"{' or '.join(kinds)}"
+                )
         result = run_simulation(run, resume=resume, say=lambda m: console.print(m, highlight=False))
-    except (ConfigError, RuntimeFailure) as exc:
+    except (ConfigError, RuntimeFailure, AgentError) as exc:
         raise _fail(str(exc)) from None
     _print_summary(result.run_dir)
     console.print(
@@ -189,7 +209,9 @@ def _simulate(run: RunConfig, resume: bool) -> None:
 
 def _check_plan(run: RunConfig) -> None:
     """What can be checked before any model loads or any file is written: the pack loads, the
-    flows can run on it, the agent is registered, the output folder can be written."""
+    flows can run on it, the agent is registered and can run them, the output folder can be
+    written."""
+    from moralsim.backend_specs import agent_problem
     from moralsim.run_simulation import check_flows
     from scenarios.flow_api import flows_in_order
     from scenarios.pack import load_pack
@@ -207,6 +229,16 @@ def _check_plan(run: RunConfig) -> None:
         raise _fail(
             f"bot.agent: unknown agent {run.bot.agent!r}; registered: {', '.join(AGENTS.names())}"
         )
+    if run.bot.adapter:
+        from agents.models import ModelError, check_adapter_folder
+
+        try:
+            check_adapter_folder(run.bot.adapter)
+        except ModelError as exc:
+            raise _fail(f"bot.adapter: {exc}") from None
+    problem = agent_problem(run, os.environ)
+    if problem:
+        raise _fail(problem)
     parent = Path(run.output_dir)
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
@@ -220,6 +252,8 @@ def _print_summary(run_dir: Path) -> None:
     for column in ("metric", "mean", "95% CI", "n"):
         table.add_column(column, no_wrap=True)
 
+    from evaluators.stats import TOO_FEW
+
     def row(label: str, entry: Any, scale: float = 100.0) -> None:
         if not isinstance(entry, dict) or not entry.get("n"):
             return
@@ -227,7 +261,9 @@ def _print_summary(run_dir: Path) -> None:
         table.add_row(
             label,
             "—" if mean is None else f"{scale * mean:+.1f}",
-            "—" if not ci else f"[{scale * ci[0]:+.1f}, {scale * ci[1]:+.1f}]",
+            (entry.get("method") if entry.get("method") == TOO_FEW else "—")
+            if not ci
+            else f"[{scale * ci[0]:+.1f}, {scale * ci[1]:+.1f}]",
             str(entry["n"]),
         )
 
@@ -433,72 +469,128 @@ def train_scorer(
 
 @app.command()
 def chat(
-    model: Annotated[str, typer.Option(help="Bot: local folder or embedded name.")] = (
-        "smollm2-135m-instruct"
-    ),
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    model: Annotated[
+        str | None, typer.Option(help="Bot: local folder or embedded name (bot.model).")
+    ] = None,
     adapter: Annotated[str | None, typer.Option(help="PEFT LoRA adapter folder.")] = None,
     merge: Annotated[bool, typer.Option(help="Merge the adapter into the weights.")] = False,
     endpoint: Annotated[
-        str | None, typer.Option(help="Chat with an OpenAI-compatible server instead (base URL).")
+        str | None,
+        typer.Option(
+            help="Chat with an OpenAI-compatible server instead: its base URL (bot.agent=openai, "
+            "bot.base_url=URL)."
+        ),
     ] = None,
-    endpoint_model: Annotated[str, typer.Option(help="Model name on the endpoint.")] = "default",
+    endpoint_model: Annotated[
+        str | None, typer.Option(help="Model name on the endpoint [with --endpoint: default].")
+    ] = None,
     api_key_env: Annotated[
-        str | None, typer.Option(help="Environment variable holding the endpoint's API key.")
+        str | None,
+        typer.Option(
+            help="Environment variable holding the endpoint's API key [with --endpoint: none]."
+        ),
     ] = None,
     system_prompt: Annotated[str | None, typer.Option(help="Instruction for the bot.")] = None,
-    max_new_tokens: Annotated[int, typer.Option(help="Longest reply in tokens.")] = 60,
-    agreement_model: Annotated[str, typer.Option(help="Agreement scorer.")] = "agreement-minilm",
-    embedding_model: Annotated[str, typer.Option(help="Sentence encoder.")] = "minilm-l6",
+    max_new_tokens: Annotated[int | None, typer.Option(help="Longest reply in tokens.")] = None,
+    agreement_model: Annotated[str | None, typer.Option(help="Agreement scorer.")] = None,
+    embedding_model: Annotated[str | None, typer.Option(help="Sentence encoder.")] = None,
     scores: Annotated[bool, typer.Option(help="Show live scores after every reply.")] = True,
-    seed: Annotated[int, typer.Option(help="Seed for decoding and phrases.")] = 0,
+    seed: Annotated[int | None, typer.Option(help="Seed for decoding and phrases.")] = None,
 ) -> None:
-    """Talk to a bot in the terminal, each reply scored live against a RoT (/help inside)."""
-    from agents.base import GenerationSettings
+    """Talk to a bot in the terminal, each reply scored live against a RoT (/help inside).
+
+    The bot and the scorers are a run config's (--config, --set), built as `simulate` builds
+    them; the options are shortcuts for its keys and, when given, win over the config.
+    """
     from agents.models import ModelError, cache_dir
+    from agents.openai_client import AgentError
     from moralsim.repl import ChatSession, run_repl
+    from scenarios.registry import RegistryError
 
-    settings = GenerationSettings(max_new_tokens=max_new_tokens, seed=seed)
+    sets = _chat_sets(
+        model=model, adapter=adapter, endpoint=endpoint, endpoint_model=endpoint_model,
+        api_key_env=api_key_env, system_prompt=system_prompt, max_new_tokens=max_new_tokens,
+        agreement_model=agreement_model, embedding_model=embedding_model,
+    )  # fmt: skip
+    run = _run_config(config, [*sets, *(set_ or [])], seed)
     try:
-        if endpoint:
-            from agents.openai_client import OpenAIChatAgent
-
-            agent = OpenAIChatAgent(
-                endpoint, endpoint_model, api_key_env=api_key_env, generation=settings,
-                system_prompt=system_prompt,
-            )  # fmt: skip
-        else:
-            from agents.hf import TransformersAgent
-
-            agent = TransformersAgent(
-                model,
-                adapter=adapter,
-                merge=merge,
-                system_prompt=system_prompt,
-                generation=settings,
-            )
-    except ModelError as exc:
+        agent = _chat_agent(run, merge)
+    except (ModelError, AgentError, RegistryError) as exc:
         raise _fail(str(exc)) from None
     evaluators, unavailable, scorer_info = None, "", None
     if scores:
         from evaluators.scorer_eval import scorer_record, scorer_summary
         from evaluators.stack import load_evaluators
 
+        e = run.evaluators
         try:
-            evaluators = load_evaluators(agreement_model, embedding_model)
-            scorer_info = scorer_summary(scorer_record(agreement_model))
+            evaluators = load_evaluators(e.agreement_model, e.embedding_model)
+            scorer_info = scorer_summary(scorer_record(e.agreement_model, e.agreement_card))
         except (ModelError, OSError, ValueError) as exc:
             unavailable = f"scorer unavailable: {exc}"
     else:
         unavailable = "scores off (--no-scores)"
-    session = ChatSession(agent, evaluators, unavailable=unavailable, seed=seed, scorer=scorer_info)
+    session = ChatSession(
+        agent, evaluators, unavailable=unavailable, seed=run.seed, scorer=scorer_info
+    )
     run_repl(session, history_file=cache_dir() / "chat_history")
+
+
+def _chat_sets(**options: Any) -> list[str]:
+    """`moralsim chat`'s options as config overrides: only the ones given win over the config.
+
+    Values are JSON, which the overrides read as YAML, so a prompt with a colon stays text.
+    `--endpoint` keeps the meaning it had before chats read configs: no API key unless
+    `--api-key-env` names one, and the served model `default` unless one is named.
+    """
+    keys = {
+        "model": "bot.model", "adapter": "bot.adapter", "system_prompt": "bot.system_prompt",
+        "max_new_tokens": "bot.generation.max_new_tokens",
+        "agreement_model": "evaluators.agreement_model",
+        "embedding_model": "evaluators.embedding_model", "endpoint_model": "bot.model",
+        "api_key_env": "bot.api_key_env",
+    }  # fmt: skip
+    values: dict[str, Any] = {}
+    if options["endpoint"] is not None:
+        values = {"bot.agent": "openai", "bot.base_url": options["endpoint"]}
+        values.update({"bot.model": "default", "bot.api_key_env": None})
+    for option, key in keys.items():  # endpoint_model after model: it names the served one
+        if options[option] is not None:
+            values[key] = options[option]
+    return [f"{key}={json.dumps(value)}" for key, value in values.items()]
+
+
+def _chat_agent(run: RunConfig, merge: bool) -> Any:
+    """The config's bot, built from the same spec a run builds (moralsim.backend_specs), so a
+    chat answers as the simulated dialogues' bot does."""
+    import dataclasses
+
+    from moralsim.backend_specs import agent_spec, endpoint_problem
+
+    problem = endpoint_problem(run.bot, os.environ)
+    if problem:
+        raise _fail(problem)
+    spec = agent_spec(run)
+    if merge:
+        if run.bot.agent != "transformers":
+            raise _fail(
+                f"--merge folds a local adapter into its model; bot.agent is {run.bot.agent}"
+            )
+        spec = dataclasses.replace(spec, kwargs={**spec.kwargs, "merge": True})
+    return spec.build()
 
 
 @app.command(name="eval")
 def eval_(
     model: Annotated[
-        str, typer.Option(help="Bot: local model folder or embedded name.")
-    ] = "smollm2-135m-instruct",
+        str | None,
+        typer.Option(
+            help="Bot: local model folder or embedded name [default: the config's bot.model, "
+            "smollm2-135m-instruct; with --resume, the run's own]."
+        ),
+    ] = None,
     adapter: Annotated[str | None, typer.Option(help="PEFT LoRA adapter folder.")] = None,
     probes: Annotated[
         str,
@@ -523,15 +615,20 @@ def eval_(
     """
     from scenarios.flow_api import flows_in_order
 
-    chosen = [p.strip() for p in probes.split(",") if p.strip()] or [
-        f.name for f in flows_in_order() if f.probe
-    ]
-    sets = [f"bot.model={model}", f"flows=[{', '.join(chosen)}]"]
+    chosen = [p.strip() for p in probes.split(",") if p.strip()]
+    sets: list[str] = []
+    # A resumed eval keeps its own model and flows unless they are stated again.
+    if model is not None:
+        sets.append(f"bot.model={model}")
+    if chosen or not resume:
+        chosen = chosen or [f.name for f in flows_in_order() if f.probe]
+        sets.append(f"flows=[{', '.join(chosen)}]")
     if adapter:
         sets.append(f"bot.adapter={adapter}")
     if no_ray:
         sets.append("runtime.ray=false")
-    _simulate(_run_config(config, [*sets, *(set_ or [])], seed, name, output_dir), resume)
+    run = _run_config(config, [*sets, *(set_ or [])], seed, name, output_dir, resume=resume)
+    _simulate(run, resume)
 
 
 @app.command()
@@ -540,12 +637,14 @@ def report(
 ) -> None:
     """Rebuild summary.json and report.html of a run folder from its records."""
     from evaluators.report import write_report
-    from scenarios.jsonl import JsonlError
     from scenarios.plugins import PluginError
 
+    def warn(message: str) -> None:
+        console.print(f"[bold yellow]warning:[/] {message}", highlight=False)
+
     try:
-        summary, html = write_report(run_dir)
-    except (FileNotFoundError, JsonlError, PluginError) as exc:
+        summary, html = write_report(run_dir, warn=warn)
+    except (FileNotFoundError, ValueError, PluginError) as exc:
         raise _fail(str(exc)) from None
     console.print(f"wrote {summary} and {html}", highlight=False)
 
@@ -554,16 +653,52 @@ def report(
 def compare(
     run_a: Annotated[Path, typer.Argument(help="First run folder (e.g. the base bot).")],
     run_b: Annotated[Path, typer.Argument(help="Second run folder (e.g. the moral bot).")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the comparison as JSON on stdout.")
+    ] = False,
+    top: Annotated[
+        int, typer.Option(min=0, help="Largest per-scenario changes shown per metric.")
+    ] = 3,
+    fail_if: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-if",
+            help="Exit 1 when this holds, e.g. 'S_MA < 0' (B - A, x100) or 'S_MR1.low < 0' "
+            "(lower bound of its 95% interval); fields: diff, low, high, a, b. Repeatable.",
+        ),
+    ] = None,
 ) -> None:
-    """Two runs side by side: each metric with its 95% CI, and the difference B - A."""
-    from evaluators.compare import compare_runs
-    from scenarios.jsonl import JsonlError
+    """Which bot is better, and where: each metric with its 95% CI and the difference B - A,
+    paired by scenario where both runs asked the same questions."""
+    from evaluators.compare import compare_runs, compare_warnings
+    from evaluators.compare_conditions import Condition
     from scenarios.plugins import PluginError
 
     try:
+        conditions = [Condition.parse(c) for c in fail_if or []]
         rows = compare_runs(run_a, run_b)
-    except (FileNotFoundError, JsonlError, PluginError) as exc:
+        failed = [c.text for c in conditions if c.holds(rows)]
+    except (FileNotFoundError, ValueError, PluginError) as exc:
         raise _fail(str(exc)) from None
+    warnings = compare_warnings(run_a, run_b)
+    if as_json:
+        out = {
+            "a": str(run_a), "b": str(run_b), "warnings": warnings, "failed": failed,
+            "rows": [r.to_dict() for r in rows],
+        }  # fmt: skip
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+    else:
+        _print_comparison(run_a, run_b, rows, top)
+    for warning in warnings:
+        console.print(f"[bold yellow]warning:[/] {warning}", highlight=False)
+    for text in failed:
+        console.print(f"[bold red]failed:[/] {text}", highlight=False)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _print_comparison(run_a: Path, run_b: Path, rows: list[Any], top: int) -> None:
+    """The metric table, then each paired metric's largest per-scenario changes side by side."""
 
     def cell(est: Any) -> str:
         if est.mean is None:
@@ -571,24 +706,41 @@ def compare(
         ci = "" if est.ci_low is None else f" [{100 * est.ci_low:+.1f}, {100 * est.ci_high:+.1f}]"
         return f"{100 * est.mean:+.1f}{ci} (n={est.n})"
 
-    table = Table(title="x100, 95% CI; difference with a Welch t interval")
+    def diff_cell(r: Any) -> str:
+        if r.diff is None:
+            return "—"
+        if r.diff_low is None:
+            return f"{100 * r.diff:+.1f}"
+        return f"{100 * r.diff:+.1f} [{100 * r.diff_low:+.1f}, {100 * r.diff_high:+.1f}]"
+
     same = run_a.name == run_b.name
-    for column in (
-        "metric",
-        str(run_a) if same else run_a.name,
-        str(run_b) if same else run_b.name,
-        "B - A",
-    ):
+    name_a, name_b = (str(run_a), str(run_b)) if same else (run_a.name, run_b.name)
+    table = Table(title="x100, 95% CI; B - A paired by scenario where both runs have it")
+    for column in ("metric", name_a, name_b, "B - A", "interval"):
         table.add_column(column, no_wrap=True)
     for r in rows:
-        if r.diff is None:
-            diff = "—"
-        elif r.diff_low is None:
-            diff = f"{100 * r.diff:+.1f}"
-        else:
-            diff = f"{100 * r.diff:+.1f} [{100 * r.diff_low:+.1f}, {100 * r.diff_high:+.1f}]"
-        table.add_row(r.metric, cell(r.a), cell(r.b), diff)
-    Console(width=200).print(table)
+        how = f"{r.method}, {r.pairs} pairs" if r.pairs else r.method or "—"
+        table.add_row(r.metric, cell(r.a), cell(r.b), diff_cell(r), how)
+    out = Console(width=200)
+    out.print(table)
+    changes = Table(title=f"largest per-scenario changes (top {top} per metric, x100)")
+    for column in ("metric", "scenario", "A", "B", "B - A", f"answer {name_a}", f"answer {name_b}"):
+        changes.add_column(column, overflow="fold", max_width=48)
+    shown = 0
+    for r in rows:
+        for c in r.changes[:top]:
+            changes.add_row(
+                r.metric, c.key, f"{100 * c.a:+.0f}", f"{100 * c.b:+.0f}", f"{100 * c.diff:+.0f}",
+                _clip(c.a_text), _clip(c.b_text),
+            )  # fmt: skip
+            shown += 1
+    if shown:
+        out.print(changes)
+
+
+def _clip(text: str, limit: int = 140) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @models_app.command("list")

@@ -43,11 +43,29 @@ class GenerationConfig:
 
 @dataclass
 class BotConfig:
-    model: str = _f("smollm2-135m-instruct", "Local model folder or embedded model name.")
+    model: str = _f(
+        "smollm2-135m-instruct",
+        "Local model folder or embedded model name (agent openai: the served model's name).",
+    )
     adapter: str | None = _f(None, "Optional PEFT LoRA adapter folder on top of the model.")
-    agent: str = _f("transformers", "Registered agent backend that runs the model.")
+    agent: str = _f(
+        "transformers",
+        "Registered agent backend that runs the model (openai: an OpenAI-compatible server).",
+    )
+    base_url: str | None = _f(
+        None,
+        "The server's URL, ending in /v1, when agent is openai (e.g. http://127.0.0.1:8000/v1 "
+        "for moralsim serve).",
+    )
+    api_key_env: str | None = _f(
+        "OPENAI_API_KEY",
+        "Environment variable holding the server's API key (agent openai); null for a server "
+        "without keys. The key itself never goes in a config.",
+    )
     system_prompt: str | None = _f(None, "Instruction prepended to every dialogue.")
-    batch_size: int = _f(16, "Most bot turns generated together in one batch.")
+    batch_size: int = _f(
+        16, "Most bot turns generated together in one batch (agent openai: requests in flight)."
+    )
     max_context_tokens: int = _f(
         2048,
         "Prompt + reply token budget; longer histories lose their oldest turns (DIT needs ~1300).",
@@ -56,6 +74,38 @@ class BotConfig:
         None, "SQLite file of cached replies (model, prompt, settings); reruns reuse them."
     )
     generation: GenerationConfig = _nested(GenerationConfig, "Decoding parameters.")
+
+    def problems(self) -> list[tuple[str, str]]:
+        """Settings an endpoint cannot honour, refused at load time rather than silently
+        dropped: the run's saved config must describe the bot that actually answered."""
+        if self.agent != "openai":
+            if self.base_url is not None:
+                return [("base_url", f"is only read when bot.agent is openai, not {self.agent}")]
+            return []
+        return self._endpoint_problems()
+
+    def _endpoint_problems(self) -> list[tuple[str, str]]:
+        """What `agent: openai` needs: a URL to send to, and nothing only a local model has."""
+        out: list[tuple[str, str]] = []
+        if not self.base_url:
+            out.append(
+                ("base_url", "is required when bot.agent is openai: the server's URL ending "
+                 "in /v1 (e.g. http://127.0.0.1:8000/v1 for moralsim serve)")
+            )  # fmt: skip
+        elif not self.base_url.startswith(("http://", "https://")):
+            out.append(("base_url", f"must start with http:// or https://, got {self.base_url!r}"))
+        if self.adapter is not None:
+            out.append(
+                ("adapter", "cannot be used with bot.agent openai: an endpoint cannot load a "
+                 "local adapter; serve the model with it (moralsim serve --adapter) and set "
+                 "bot.model to the served name")
+            )  # fmt: skip
+        if self.generation.num_beams != 1:
+            out.append(
+                ("generation.num_beams", f"is {self.generation.num_beams}, but the OpenAI API "
+                 "has no beam search (bot.agent openai); set it to 1")
+            )  # fmt: skip
+        return out
 
 
 @dataclass

@@ -85,11 +85,12 @@ class ChatSession:
     def say(
         self, text: str, step: str = "question", cancel: threading.Event | None = None
     ) -> BotReply:
-        """Send a user turn, get the bot's reply, score it; a cancelled turn is rolled back."""
+        """Send a user turn, get the bot's reply, score it; a cancelled or failed turn (a
+        server that stopped answering) is rolled back, so the turn can simply be sent again."""
         self.dialogue.turns.append(Turn("user", text, {"step": step}))
         try:
             reply = self._generate(cancel)
-        except Cancelled:
+        except BaseException:
             self.dialogue.turns.pop()
             raise
         bot_step = {"question": "answer", "why": "explanation", "pushback": "revision"}[step]
@@ -239,6 +240,8 @@ def run_repl(session: ChatSession, history_file: Path | None = None) -> None:
     from prompt_toolkit.history import FileHistory, InMemoryHistory
     from rich.console import Console
 
+    from agents.openai_client import AgentError
+
     console = Console(highlight=False, soft_wrap=True)
     if history_file is not None:
         history_file.parent.mkdir(parents=True, exist_ok=True)
@@ -264,6 +267,8 @@ def run_repl(session: ChatSession, history_file: Path | None = None) -> None:
                 _exchange(console, session, partial(_say, session, line))
         except ValueError as exc:
             console.print(f"[yellow]{exc}[/]")
+        except AgentError as exc:  # an endpoint that failed: the chat goes on without the turn
+            console.print(f"[red]the bot did not answer: {exc}[/]")
 
 
 def _command(line: str, session: ChatSession, console: Any) -> bool:

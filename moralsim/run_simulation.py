@@ -69,7 +69,7 @@ def _simulate_locked(run: RunConfig, resume: bool, say: Callable[[str], None]) -
                 f"{records} already holds dialogues; pass --resume to continue that run, "
                 "or choose another --name"
             )
-        done = {d.id for d in read_dialogues(records)}
+        done = _finished_ids(records, say)
     pack = load_pack(run.scenarios.pack).pack
     pool = pack.questions_in(run.scenarios.split)
     if not pool:
@@ -131,6 +131,23 @@ def _simulate_locked(run: RunConfig, resume: bool, say: Callable[[str], None]) -
 
     write_report(run_dir)
     return result
+
+
+def _finished_ids(records: Path, say: Callable[[str], None]) -> set[str]:
+    """Ids of the dialogues already on disk; a repeated id is reported (and counted once), a
+    corrupt line is one clear error naming it, before anything is loaded or written."""
+    from scenarios.jsonl import JsonlError, describe_duplicates, read_dialogues
+
+    duplicates: list[str] = []
+    try:
+        finished = read_dialogues(records, duplicates=duplicates)
+    except JsonlError as exc:
+        raise ConfigError(
+            f"cannot resume: {exc}. Fix or delete that line (the other records are kept)"
+        ) from None
+    if duplicates:
+        say(f"warning: {describe_duplicates(records, duplicates)}")
+    return {d.id for d in finished}
 
 
 def check_flows(run: RunConfig, flows: list[Any], pack: Any) -> None:

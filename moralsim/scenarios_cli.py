@@ -74,9 +74,11 @@ def check(
         out.print(f"[red]error[/] {error}", highlight=False, soft_wrap=True)
     if not report.similarity_checked:
         out.print("[yellow]embedding checks skipped[/]")
-    verdict = "[green]pack OK[/]" if report.ok else f"[red]{len(report.errors)} error(s)[/]"
+    # A skipped record is data the pack claims but a run would not use: not a clean pack.
+    ok = report.ok and not loaded.issues
+    verdict = "[green]pack OK[/]" if ok else f"[red]{len(report.errors)} error(s)[/]"
     out.print(
         f"{verdict}: {len(report.warnings)} warning(s), {len(loaded.issues)} skipped record(s)"
     )
-    if not report.ok:
+    if not ok:
         raise typer.Exit(1)

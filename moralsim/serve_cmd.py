@@ -1,7 +1,9 @@
 """`moralsim serve`: put a local bot (plus an optional LoRA adapter) behind an OpenAI API.
 
 The default bind address is 127.0.0.1 so a bot is not exposed to the network by accident;
-pass `--host 0.0.0.0` together with `--api-key-env` to serve other machines.
+pass `--host 0.0.0.0` together with `--api-key-env` to serve other machines. A request whose
+reply is not ready within `--request-timeout` seconds gets a 504, so one slow request cannot
+hold every client (the default is 300 s, also the server's own default).
 """
 
 from __future__ import annotations
@@ -51,9 +53,23 @@ def serve(
     system_prompt: Annotated[
         str | None, typer.Option(help="System prompt prepended to every conversation.")
     ] = None,
+    request_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds a request may wait for its reply before a 504 (timeout)."),
+    ] = 300.0,
+    max_context_tokens: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Prompt + reply token budget; longer histories lose their oldest turns (the "
+            "same default as a run's bot.max_context_tokens, so served and local replies match).",
+        ),
+    ] = 2048,
 ) -> None:
     """Serve a bot over an OpenAI-compatible API (POST /v1/chat/completions)."""
     console = Console(stderr=True, soft_wrap=True)
+    if not request_timeout > 0:
+        raise _fail(console, f"--request-timeout must be positive, got {request_timeout:g}")
     api_key: str | None = None
     if api_key_env:
         api_key = os.environ.get(api_key_env)
@@ -73,7 +89,10 @@ def serve(
     from agents.server import create_app
 
     try:
-        agent = TransformersAgent(model, adapter=adapter, merge=merge, system_prompt=system_prompt)
+        agent = TransformersAgent(
+            model, adapter=adapter, merge=merge, system_prompt=system_prompt,
+            max_context_tokens=max_context_tokens,
+        )  # fmt: skip
     except (ModelError, FileNotFoundError, ValueError) as exc:
         raise _fail(console, str(exc)) from None
     name = served_name(model, adapter)
@@ -83,6 +102,7 @@ def serve(
         api_key=api_key,
         max_batch_size=max_batch_size,
         max_wait_ms=max_wait_ms,
+        request_timeout=request_timeout,
     )
     console.print(
         f"serving '{name}' at http://{host}:{port}/v1 (OpenAI chat completions); Ctrl-C stops",

@@ -11,10 +11,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from moralsim.config import ConfigError, describe_fields
-from moralsim.train_sft_cmd import load_layered_config
+from moralsim.config import ConfigError
+from moralsim.train_sft_cmd import load_layered_config, show_resolved_config
 from training.dpo_config import PRESETS, DPORunConfig
 from training.sft_config import SFTConfigError
 
@@ -56,19 +55,18 @@ def train_dpo(
     show_config: Annotated[bool, typer.Option(help="Print every config key and exit.")] = False,
 ) -> None:
     """LoRA DPO of a moral bot on stance preference pairs from a pack (TRL + PEFT, CPU-safe)."""
-    if show_config:
-        table = Table(title="DPO config keys (YAML or --set key=value)")
-        for column in ("key", "default", "meaning"):
-            table.add_column(column, no_wrap=column == "key")
-        for key, default, help_text in describe_fields(DPORunConfig):
-            table.add_row(key, default, help_text)
-        Console().print(table)
-        return
     sets = list(set_ or [])
     if output_dir is not None:
         sets.append(f"output_dir={output_dir}")
     if overwrite:
         sets.append("overwrite=true")
+    if show_config:
+        show_resolved_config(
+            "DPO config keys (YAML or --set key=value)", DPORunConfig,
+            lambda: load_dpo_config(config, sets, preset_name),
+            bool(preset_name or config or sets),
+        )  # fmt: skip
+        return
     try:
         cfg = load_dpo_config(config, sets, preset_name)
     except (ConfigError, SFTConfigError) as exc:

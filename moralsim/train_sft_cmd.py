@@ -67,13 +67,38 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _print_fields() -> None:
-    table = Table(title="SFT config keys (YAML or --set key=value)")
-    for column in ("key", "default", "meaning"):
+def print_config_keys(title: str, cls: type, resolved: Any = None) -> None:
+    """Every key with its default and meaning; with a resolved config (a --preset, --config or
+    --set was given), also the value that run would use, marked * where it is not the default."""
+    table = Table(title=title)
+    columns = ("key", "default", *(("value",) if resolved is not None else ()), "meaning")
+    for column in columns:
         table.add_column(column, no_wrap=column == "key")
-    for key, default, help_text in describe_fields(SFTRunConfig):
-        table.add_row(key, default, help_text)
+    for key, default, help_text in describe_fields(cls):
+        if resolved is None:
+            table.add_row(key, default, help_text)
+            continue
+        value = repr(_dotted(resolved, key))
+        table.add_row(key, default, value + (" *" if value != default else ""), help_text)
     Console().print(table)
+
+
+def _dotted(obj: Any, key: str) -> Any:
+    for part in key.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def show_resolved_config(title: str, cls: type, load: Any, given: bool) -> None:
+    """`--show-config`: the resolved values when anything was given, else the defaults; a bad
+    preset, file or key is the usual one-line error."""
+    resolved = None
+    if given:
+        try:
+            resolved = load()
+        except (ConfigError, SFTConfigError) as exc:
+            raise _fail(str(exc)) from None
+    print_config_keys(title, cls, resolved)
 
 
 def train_sft(
@@ -100,14 +125,18 @@ def train_sft(
 
     Rerunning the same command after an interruption resumes from the last checkpoint.
     """
-    if show_config:
-        _print_fields()
-        return
     sets = list(set_ or [])
     if output_dir is not None:
         sets.append(f"output_dir={output_dir}")
     if overwrite:
         sets.append("overwrite=true")
+    if show_config:
+        show_resolved_config(
+            "SFT config keys (YAML or --set key=value)", SFTRunConfig,
+            lambda: load_sft_config(config, sets, preset_name),
+            bool(preset_name or config or sets),
+        )  # fmt: skip
+        return
     try:
         cfg = load_sft_config(config, sets, preset_name)
     except (ConfigError, SFTConfigError) as exc:

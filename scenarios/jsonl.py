@@ -42,10 +42,12 @@ class SkippedLine:
 
 
 def repair_torn_tail(path: Path) -> int:
-    """Cut the file back to its last newline; return the number of bytes dropped.
+    """Make the file end on a newline; return the number of bytes dropped.
 
-    Only a crash mid-append leaves a final line without a newline, and such a line is never a
-    complete record of ours, so dropping it loses nothing that was finished.
+    A crash mid-append leaves a final line without a newline. If that line is a whole JSON
+    record (a file edited by hand, or written by another tool, may simply lack the final
+    newline) it is kept and the newline added; only an unparsable tail is cut, which loses
+    nothing that was finished.
     """
     if not path.exists():
         return 0
@@ -55,6 +57,10 @@ def repair_torn_tail(path: Path) -> int:
     with path.open("rb+") as fh:
         fh.seek(-1, os.SEEK_END)
         if fh.read(1) == b"\n":
+            return 0
+        if _last_line_is_complete(fh, size):
+            fh.seek(0, os.SEEK_END)
+            fh.write(b"\n")
             return 0
         block = 1 << 16
         pos = size
@@ -74,6 +80,25 @@ def repair_torn_tail(path: Path) -> int:
         "%s: dropped a torn final line of %d bytes left by an interrupted write", path, dropped
     )
     return dropped
+
+
+def _last_line_is_complete(fh: Any, size: int) -> bool:
+    """Whether the file's final (newline-less) line parses as one JSON object."""
+    block = 1 << 16
+    tail = b""
+    pos = size
+    while pos > 0:
+        start = max(0, pos - block)
+        fh.seek(start)
+        tail = fh.read(pos - start) + tail
+        if b"\n" in tail[: pos - start]:
+            break
+        pos = start
+    line = tail.rsplit(b"\n", 1)[-1]
+    try:
+        return isinstance(json.loads(line.decode("utf-8")), dict)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
 
 
 class JsonlAppender:
@@ -164,9 +189,36 @@ def read_records(
 
 
 def read_dialogues(
-    path: str | os.PathLike[str], skipped: list[SkippedLine] | None = None
+    path: str | os.PathLike[str],
+    skipped: list[SkippedLine] | None = None,
+    duplicates: list[str] | None = None,
 ) -> list[Dialogue]:
-    return read_records(path, Dialogue.from_dict, skipped)
+    """Every dialogue once, in file order.
+
+    A dialogue id that appears again (two runs appended to one file, a file concatenated by
+    hand) is kept at its first record only, so no summary counts it twice; the repeated ids
+    go into `duplicates` (once per extra record) for the caller to report.
+    """
+    seen: set[str] = set()
+    out: list[Dialogue] = []
+    for dialogue in read_records(path, Dialogue.from_dict, skipped):
+        if dialogue.id in seen:
+            if duplicates is not None:
+                duplicates.append(dialogue.id)
+            continue
+        seen.add(dialogue.id)
+        out.append(dialogue)
+    return out
+
+
+def describe_duplicates(path: str | os.PathLike[str], duplicates: list[str]) -> str:
+    """One line for a user: which ids repeat, and that the first record of each was kept."""
+    shown = ", ".join(sorted(set(duplicates))[:5])
+    more = "" if len(set(duplicates)) <= 5 else ", ..."
+    return (
+        f"{path}: {len(duplicates)} repeated dialogue record(s) ignored (ids {shown}{more}); "
+        "the first record of each id is used"
+    )
 
 
 class DialogueWriter(JsonlAppender):

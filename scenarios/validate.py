@@ -75,6 +75,8 @@ def count_pack(pack: ScenarioPack, report: PackReport) -> None:
 
 
 def check_structure(pack: ScenarioPack, report: PackReport) -> None:
+    if not pack.questions:
+        report.errors.append("the pack has no questions: no flow could run on it")
     # RoT texts must not cross splits (questions and agreement examples together).
     splits_of: dict[str, set[str]] = {}
     for q in pack.questions:

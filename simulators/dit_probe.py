@@ -333,7 +333,7 @@ def _mode_section(dialogues: Sequence[Dialogue], by_id: dict[str, Dilemma], mode
     section |= {k: v for k, v in scores.items() if k not in SCHEMA_KEYS}
     section["schema"] = {k: scores[k] for k in SCHEMA_KEYS}
     section["p_values"] = list(scores["p_values"])
-    section["p_mean_ci"] = mean_ci(scores["p_values"]).to_dict()
+    section["p_mean_ci"] = mean_ci(scores["p_values"], bounds=(0.0, 100.0)).to_dict()
     section["valid_share"] = {
         kind: v["valid"] / len(responses) for kind, v in scores["validity"].items()
     }

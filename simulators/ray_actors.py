@@ -81,10 +81,12 @@ class AgentSpec:
             return agent
         from agents.cache import CachedAgent, ResponseCache, adapter_hash
 
+        # An endpoint's replies depend on which server answered, not only on the model name.
+        base_url = self.kwargs.get("base_url")
         return CachedAgent(
             agent,
             ResponseCache(self.response_cache),
-            self.model,
+            f"{self.model}@{base_url}" if base_url else self.model,
             adapter_hash(self.kwargs.get("adapter")),
             self.kwargs.get("generation") or GenerationSettings(),
             system=getattr(agent, "system", None),

@@ -32,6 +32,10 @@ from scenarios.types import MoralQuestion
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 
+UNIT = (0.0, 1.0)
+"""The range of SaGE scores and of the BLEU / ROUGE-L baselines (intervals are clipped to it)."""
+
+
 def flow_name(rot_prompt: bool) -> str:
     return "sage-rot" if rot_prompt else "sage"
 
@@ -141,12 +145,14 @@ def sage_section(
     ids, answers, values = plain
     section: dict[str, Any] = {
         "variant": variant,
-        "answer": mean_ci(values["answer"]).to_dict(),
-        "rot": mean_ci(values["rot"]).to_dict(),
+        "answer": mean_ci(values["answer"], bounds=UNIT).to_dict(),
+        "rot": mean_ci(values["rot"], bounds=UNIT).to_dict(),
         "baselines": {
-            "bleu": mean_ci([mean_pairwise_bleu(a) for a in answers]).to_dict(),
-            "rouge_l": mean_ci([mean_pairwise_rouge_l(a) for a in answers]).to_dict(),
-            "cosine": mean_ci([mean_pairwise_cosine(a, embed) for a in answers]).to_dict(),
+            "bleu": mean_ci([mean_pairwise_bleu(a) for a in answers], bounds=UNIT).to_dict(),
+            "rouge_l": mean_ci([mean_pairwise_rouge_l(a) for a in answers], bounds=UNIT).to_dict(),
+            "cosine": mean_ci(
+                [mean_pairwise_cosine(a, embed) for a in answers], bounds=(-1.0, 1.0)
+            ).to_dict(),
         },
         "histogram": {
             kind: histogram(values[kind], 0.0, 1.0, bins=10) for kind in ("answer", "rot")
@@ -158,5 +164,5 @@ def sage_section(
     }
     prompted = _scores(dialogues, "sage-rot", embed, variant)
     if prompted is not None:
-        section["rot_prompted"] = mean_ci(prompted[2]["rot"]).to_dict()
+        section["rot_prompted"] = mean_ci(prompted[2]["rot"], bounds=UNIT).to_dict()
     return section

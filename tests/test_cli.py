@@ -111,3 +111,19 @@ def test_eval_runs_the_probes_only(
 def test_models_list_runs() -> None:
     result = run("models", "list")
     assert result.exit_code == 0 and "smollm2-135m-instruct" in result.output
+
+
+def test_show_config_honours_the_preset() -> None:
+    from training.sft_config import PRESETS
+
+    runner = CliRunner()
+    plain = runner.invoke(app, ["train", "sft", "--show-config"], terminal_width=250)
+    assert plain.exit_code == 0 and "value" not in plain.output.splitlines()[2]
+    preset = runner.invoke(
+        app, ["train", "sft", "--preset", "moral-smollm2", "--show-config"], terminal_width=250
+    )
+    assert preset.exit_code == 0, preset.output
+    steps = next(line for line in preset.output.splitlines() if "│ max_steps " in line)
+    assert f"{PRESETS['moral-smollm2']['max_steps']} *" in steps
+    bad = runner.invoke(app, ["train", "dpo", "--preset", "nosuch", "--show-config"])
+    assert bad.exit_code == 2 and "unknown preset 'nosuch'" in bad.output

@@ -4,7 +4,7 @@ killed bot actor costs nothing but time."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -98,6 +98,77 @@ def test_ray_gives_the_records_of_the_in_process_runner(
     # every MoralDial step happened and was scored live
     names = {s.name for d in on_ray for s in d.scores}
     assert {"S_MA", "S_MR1", "S_ME", "S_RIL", "S_MR"} <= names
+
+
+@pytest.fixture
+def busy_cores() -> Iterator[Callable[[], None]]:
+    """Starts two processes that keep both cores busy, as on a loaded 2-core laptop, when
+    called: an actor restart (process start + model load) then takes far longer than any fixed
+    retry budget."""
+    import subprocess
+    import sys
+
+    hogs: list[subprocess.Popen] = []
+
+    def start() -> None:
+        # niced, so the test ends in minutes; the cores stay fully taken all the same
+        hogs.extend(
+            subprocess.Popen(
+                [sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.nice(10)
+            )
+            for _ in range(2)
+        )
+
+    try:
+        yield start
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["bot", "evaluator"])
+def test_a_killed_actor_under_load_is_waited_for_and_the_run_completes(
+    which: str,
+    models: dict[str, Path],
+    ray_cluster: None,
+    busy_cores: Callable[[], None],
+    tmp_path: Path,
+) -> None:
+    """kill -9 of the bot or evaluator actor while both cores are busy: the run waits for the
+    restarted actor (readiness, not a retry budget), and every dialogue is on disk once."""
+    import signal
+
+    import ray
+
+    questions, _ = load_questions(DATA / "questions_sample.jsonl")
+    agent, evaluators = specs(models)
+    options = RayOptions(max_wait_ms=5)
+    bots = start_bots(agent, options, 4)
+    scorers = start_evaluators(evaluators, options)
+    victim = (bots if which == "bot" else scorers).handles[0]
+    pid_before = ray.get(victim.pid.remote())
+    killed: list[int] = []
+
+    def kill_once(live: LiveStats) -> None:
+        if live.bot_turns == 3 and not killed:
+            killed.append(pid_before)
+            busy_cores()  # the restart happens while both cores are taken
+            os.kill(pid_before, signal.SIGKILL)
+
+    runner = RayRunner(bots, scorers, MoralDialParams(), seed=7, meta={"run": "t"})
+    path = tmp_path / f"killed-{which}.jsonl"
+    try:
+        with DialogueWriter(path) as writer:
+            stats = runner.run(questions, writer, set(), LiveStats(on_change=kill_once))
+        pid_after = ray.get(victim.pid.remote())
+    finally:
+        bots.kill()
+        scorers.kill()
+    ids = [d.id for d in read_dialogues(path)]
+    assert killed and pid_after != pid_before and stats.dialogues == len(questions)
+    assert len(ids) == len(questions) == len(set(ids))
 
 
 def test_a_killed_bot_actor_is_restarted_and_its_dialogues_rerun(

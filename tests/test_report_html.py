@@ -195,11 +195,12 @@ def test_moraldial_table(page: Page) -> None:
     headers = page.table("metric").headers
     assert headers[:5] == ["metric", "label", "mean ×100", "95% CI ×100", "n"]
     s_ma = page.row("metric", "S_MA")
-    assert (s_ma["mean ×100"], s_ma["95% CI ×100"], s_ma["n"]) == ("25.0", "[-37.1, 87.1]", "3")
+    # n = 3 < 5: a t interval ([-37.1, 87.1]) would mostly reflect the t tails; none is shown
+    assert (s_ma["mean ×100"], s_ma["95% CI ×100"], s_ma["n"]) == ("25.0", "n too small", "3")
     assert s_ma["label"] == "safety"
     assert page.row("metric", "S_MR1")["mean ×100"] == "-20.0"
     assert page.row("metric", "ΔS_MR")["mean ×100"] == "100.0"
-    assert page.row("metric", "ΔS_MR")["95% CI ×100"] == "—"  # n = 1: no interval
+    assert page.row("metric", "ΔS_MR")["95% CI ×100"] == "n too small"  # n = 1
     assert page.row("metric", "S_MR")["mean ×100"] == "100.0"
     empty = page.row("metric", "S_ME")
     assert (empty["mean ×100"], empty["95% CI ×100"], empty["n"]) == ("—", "—", "0")
@@ -207,8 +208,7 @@ def test_moraldial_table(page: Page) -> None:
 
 def test_breakdown_tables(page: Page) -> None:
     # split test: S_MA (0.5 + 0.0) / 2 = 0.25, n = 2; split dev: 0.25 alone, n = 1.
-    assert page.row("split", "test")["S_MA"].startswith("25.0 [")
-    assert page.row("split", "test")["S_MA"].endswith("(2)")
+    assert page.row("split", "test")["S_MA"] == "25.0 (2)"  # no interval below n = 5
     assert page.row("split", "dev")["S_MA"] == "25.0 (1)"
     assert page.row("split", "dev")["S_MR1"] == "—"  # dev has no S_MR1
     # foundation care: dialogues 1 and 2 -> S_MA 0.25 (2); the escaped foundation: 0.0 (1).
@@ -248,7 +248,8 @@ def test_charts_are_inline_svg(page: Page, html: str) -> None:
     assert page.count("svg") == 11
     assert page.count("rect") > 0
     classes = [a.get("class") for t, a in page.tags if t in ("line", "rect")]
-    assert "whisker" in classes and "zero" in classes and "ref" in classes
+    assert "zero" in classes and "ref" in classes
+    assert "whisker" not in classes  # every MoralDial n is below 5: no interval to draw
     assert "random P" in "".join(page.text)
     for svg in re.findall(r"<svg.*?</svg>", html, flags=re.S):
         ElementTree.fromstring(svg)  # well-formed, so it also works pasted into an .svg file
@@ -272,7 +273,7 @@ def test_empty_summary_renders_not_run() -> None:
     assert text.count("not run") == 3  # SaGE, DIT, prudence
     row = page.row("metric", "S_RIL")
     assert (row["mean ×100"], row["n"]) == ("—", "0")
-    assert page.row("metric", "S_MA")["95% CI ×100"] == "—"  # n = 1
+    assert page.row("metric", "S_MA")["95% CI ×100"] == "n too small"  # n = 1
     assert page.tags[0][0] == "html" and "Empty" in text
 
 
@@ -363,3 +364,15 @@ def test_scorer_card_and_warning_rule() -> None:
     assert "83.0%" in strong and "81.0%" in strong and 'class="warning"' not in strong
     unmeasured = _with_scorer(None)
     assert 'class="warning"' in unmeasured and "no real-data validation" in unmeasured
+
+
+def test_intervals_from_five_values_are_clipped_to_the_metric_range() -> None:
+    dialogues = [
+        _dialogue(i, "test", CARE, S_MA=v) for i, v in enumerate([1.0, 1.0, 1.0, 0.9, 0.2])
+    ]
+    summary = build_summary(dialogues)
+    low, high = summary["metrics"]["S_MA"]["ci95"]
+    assert high == 1.0 and low < 0.82  # the t interval reaches 1.25; S_MA cannot exceed 1
+    page = Page(render_report(summary))
+    assert page.row("metric", "S_MA")["95% CI ×100"].endswith("100.0]")
+    assert "whisker" in [a.get("class") for t, a in page.tags if t == "line"]

@@ -51,3 +51,59 @@ def test_the_version_is_one_option_away() -> None:
 
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.startswith("moralsim ")
+
+
+def _simulate_cli(tmp_path: Path, *sets: str) -> tuple[int, str]:
+    from typer.testing import CliRunner
+
+    from moralsim.cli import app
+
+    args = ["simulate", "--no-ray", "--name", "r", "--output-dir", str(tmp_path / "runs")]
+    for s in sets:
+        args += ["--set", s]
+    result = CliRunner().invoke(app, args)
+    return result.exit_code, result.output
+
+
+def test_a_wrong_adapter_or_model_kind_is_one_line_before_anything_is_written(
+    tmp_path: Path, tiny_causal_lm: Path, tiny_classifier: Path, tiny_encoder: Path
+) -> None:
+    import json
+
+    models = (
+        f"bot.model={tiny_causal_lm}",
+        f"evaluators.agreement_model={tiny_classifier}",
+        f"evaluators.embedding_model={tiny_encoder}",
+        "flows=[moraldial]",
+    )
+    empty = tmp_path / "empty-adapter"
+    empty.mkdir()
+    bad = tmp_path / "bad-adapter"
+    bad.mkdir()
+    (bad / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": "16"}))
+    cases = [
+        ((f"bot.adapter={empty}",), "bot.adapter: .* has no adapter_config.json"),
+        ((f"bot.adapter={bad}",), r"adapter_config.json: field 'r' must be a positive integer"),
+        ((f"bot.model={tiny_classifier}",), r"bot.model: .* is a sequence-classifier folder"),
+        ((f"evaluators.embedding_model={tiny_causal_lm}",), r"is a causal-lm folder"),
+    ]
+    import re
+
+    for extra, message in cases:
+        code, out = _simulate_cli(tmp_path, *models, *extra)
+        assert code == 2 and re.search(message, out), out
+        assert "Traceback" not in out
+        assert not (tmp_path / "runs" / "r").exists()  # nothing written
+
+
+def test_scenarios_check_fails_on_an_empty_pack_and_on_skipped_records(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from moralsim.cli import app
+
+    pack = tmp_path / "empty"
+    pack.mkdir()
+    (pack / "pack.yaml").write_text("name: empty\nquestions: questions.jsonl\n")
+    (pack / "questions.jsonl").write_text("")
+    result = CliRunner().invoke(app, ["scenarios", "check", str(pack), "--no-embeddings"])
+    assert result.exit_code == 1 and "the pack has no questions" in result.output

@@ -42,7 +42,8 @@ def test_bad_record_stops_unless_skipped(tmp_path: Path) -> None:
     assert strict.exit_code == 2
     assert "line 2 (id sample-002), field 'rot.consensus': 0 is out of range 1-5" in strict.output
     lenient = run(str(folder), "--no-embeddings", "--skip-invalid")
-    assert lenient.exit_code == 0, lenient.output
+    # --skip-invalid shows the rest of the check, but a pack with a skipped record is not OK
+    assert lenient.exit_code == 1, lenient.output
     assert "skipped" in lenient.output and "1 skipped record(s)" in lenient.output
 
 

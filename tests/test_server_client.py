@@ -71,6 +71,53 @@ class SettingsAgent(FakeAgent):
         return super().respond(histories)
 
 
+class ContextAgent(SettingsAgent):
+    """A fake with a known context, as the transformers agent reports it."""
+
+    def context_length(self) -> int:
+        return 64
+
+
+class CharTokenAgent(SettingsAgent):
+    """A fake with a tokenizer: one token per character, so tokens never equal words."""
+
+    def count_tokens(self, text: str) -> int:
+        return len(text)
+
+
+class StuckAgent(FakeAgent):
+    """Its first call hangs until the test releases it; it cannot be told to stop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def respond(self, histories: Sequence[History]) -> list[str]:
+        first = self.calls == 0
+        replies = super().respond(histories)
+        if first:
+            self.release.wait(30)
+        return replies
+
+
+class CancellableAgent(FakeAgent):
+    """Its first call hangs until cancelled (as generation with a `cancel` event does)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancelled = threading.Event()
+
+    def respond(
+        self, histories: Sequence[History], cancel: threading.Event | None = None
+    ) -> list[str]:
+        first = self.calls == 0
+        replies = super().respond(histories)
+        if first and cancel is not None and cancel.wait(30):
+            self.cancelled.set()
+            return [reply[:3] for reply in replies]  # what a stopped generation has so far
+        return replies
+
+
 def _run_server(app: FastAPI) -> tuple[str, Callable[[], None]]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -126,6 +173,18 @@ def body(**overrides: object) -> dict[str, object]:
     data: dict[str, object] = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
     data.update(overrides)
     return data
+
+
+def completions(url: str, **overrides: object) -> httpx.Response:
+    return httpx.post(f"{url}/v1/chat/completions", json=body(**overrides), timeout=30)
+
+
+def sse_payloads(text: str) -> list[str]:
+    """The `data:` payloads of a server-sent-event stream, read as an OpenAI client does."""
+    assert text.endswith("\n\n"), text
+    events = text.split("\n\n")[:-1]
+    assert all(event.startswith("data: ") for event in events), events
+    return [event.removeprefix("data: ") for event in events]
 
 
 # --------------------------------------------------------------------------- client ↔ server
@@ -253,8 +312,18 @@ def test_malformed_json_is_400_with_a_message(serve: Callable[..., str]) -> None
 @pytest.mark.parametrize(
     ("payload", "field"),
     [
-        (body(stream=True), "'stream'"),
         (body(n=2), "'n'"),
+        (body(stream_options={"include_usage": True}), "'stream_options'"),
+        (body(stream=True, logprobs=True, max_tokens=1), "'stream'"),
+        (body(stream=True, stream_options={"include_usage": "yes"}), "'stream_options."),
+        (body(max_tokens="5"), "'max_tokens'"),
+        (body(max_completion_tokens="5"), "'max_completion_tokens'"),
+        (body(temperature="0.5"), "'temperature'"),
+        (body(top_p="0.9"), "'top_p'"),
+        (body(seed="3"), "'seed'"),
+        (body(n="1"), "'n'"),
+        (body(top_logprobs="2"), "'top_logprobs'"),
+        (body(stream="true"), "'stream'"),
         ({"model": MODEL}, "'messages'"),
         (body(messages=[]), "'messages'"),
         (body(messages=[{"role": "robot", "content": "x"}]), "'messages[0].role'"),
@@ -330,6 +399,159 @@ def test_agent_failure_is_500_with_the_message(serve: Callable[..., str]) -> Non
     response = httpx.post(f"{url}/v1/chat/completions", json=body())
     assert response.status_code == 500
     assert "the model exploded" in response.json()["error"]["message"]
+    streamed = completions(url, stream=True)  # the reply is made before the stream starts
+    assert streamed.status_code == 500
+    assert "the model exploded" in streamed.json()["error"]["message"]
+
+
+# --------------------------------------------------------------------------- bounds
+
+
+def test_a_reply_limit_beyond_the_context_is_400_naming_field_and_limit(
+    serve: Callable[..., str],
+) -> None:
+    agent = ContextAgent()
+    url = serve(agent)
+    for field, value in [("max_tokens", 65), ("max_completion_tokens", 100_000)]:
+        response = completions(url, **{field: value})
+        assert response.status_code == 400, response.text
+        message = response.json()["error"]["message"]
+        assert f"'{field}'" in message and "64" in message and "\n" not in message
+    assert agent.calls == 0
+    assert completions(url, max_tokens=64).status_code == 200
+    assert agent.settings[-1] is not None and agent.settings[-1].max_new_tokens == 64
+
+
+def test_without_a_known_context_a_large_limit_is_passed_on(serve: Callable[..., str]) -> None:
+    agent = SettingsAgent()
+    url = serve(agent)
+    assert completions(url, max_tokens=100_000).status_code == 200
+    assert agent.settings[-1] is not None and agent.settings[-1].max_new_tokens == 100_000
+
+
+def test_a_stuck_agent_gets_a_504_and_the_server_keeps_answering(
+    serve: Callable[..., str],
+) -> None:
+    agent = StuckAgent()
+    url = serve(agent, request_timeout=1.0, max_wait_ms=0)
+    try:
+        late = completions(url)
+        assert late.status_code == 504, late.text
+        error = late.json()["error"]
+        assert error["type"] == "server_error" and error["code"] == 504
+        assert "timed out" in error["message"] and "1 s" in error["message"]
+        assert httpx.get(f"{url}/v1/models").status_code == 200  # the event loop is free
+        assert completions(url, n=2).status_code == 400
+    finally:
+        agent.release.set()
+    assert completions(url).json()["choices"][0]["message"]["content"] == "echo hi /1"
+
+
+def test_a_timed_out_generation_is_cancelled_and_its_cut_reply_not_sent(
+    serve: Callable[..., str],
+) -> None:
+    agent = CancellableAgent()
+    url = serve(agent, request_timeout=1.0, max_wait_ms=0)
+    late = completions(url)
+    assert late.status_code == 504, late.text
+    assert agent.cancelled.wait(10), "the agent was never told to stop"
+    after = completions(url)
+    assert after.status_code == 200, after.text
+    assert after.json()["choices"][0]["message"]["content"] == "echo hi /1"
+
+
+def test_create_app_refuses_a_non_positive_timeout() -> None:
+    with pytest.raises(ValueError, match="request_timeout"):
+        create_app(FakeAgent(), MODEL, request_timeout=0)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- usage, finish
+
+
+def test_usage_and_finish_reason_come_from_the_agent_tokenizer(
+    serve: Callable[..., str],
+) -> None:
+    url = serve(CharTokenAgent())
+    reply = "echo hi /1"  # 10 characters, so 10 tokens for this agent (3 words)
+    cut = completions(url, max_tokens=len(reply)).json()
+    assert cut["choices"][0]["finish_reason"] == "length"
+    assert cut["usage"] == {"prompt_tokens": 2, "completion_tokens": 10, "total_tokens": 12}
+    whole = completions(url, max_completion_tokens=len(reply) + 1).json()
+    assert whole["choices"][0]["finish_reason"] == "stop"
+    assert whole["choices"][0]["message"]["content"] == reply
+
+
+def test_tiny_transformers_bot_reports_real_tokens_limits_and_finish_reason(
+    serve: Callable[..., str], tiny_causal_lm
+) -> None:
+    from agents.hf import TransformersAgent, plain_prompt
+
+    bot = TransformersAgent(str(tiny_causal_lm))  # 1024 max_context_tokens, 128 positions
+    bot.model.lm_head.weight.data.zero_()  # all logits tie: greedy always picks token 0
+    url = serve(bot)
+    question = "is it okay to lie ?"
+    messages = [{"role": "user", "content": question}]
+    prompt = bot.tokenizer(plain_prompt([Turn("user", question)], None), add_special_tokens=True)
+    prompt_tokens = len(prompt["input_ids"])
+    assert prompt_tokens != len(question.split())  # words would not pass for tokens
+
+    cut = completions(url, messages=messages, max_tokens=4).json()
+    assert cut["choices"][0]["finish_reason"] == "length"  # token 0 is no stop token
+    assert cut["usage"] == {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": 4,
+        "total_tokens": prompt_tokens + 4,
+    }
+    bot.stop_ids = [0]  # now the token it always picks ends its turn
+    stopped = completions(url, messages=messages, max_tokens=4).json()
+    assert stopped["choices"][0]["finish_reason"] == "stop"
+    assert stopped["usage"]["completion_tokens"] == 1
+
+    judged = completions(url, messages=messages, max_tokens=1, logprobs=True, top_logprobs=2)
+    assert judged.status_code == 200, judged.text
+    assert judged.json()["usage"]["prompt_tokens"] == prompt_tokens
+    assert len(judged.json()["choices"][0]["logprobs"]["content"][0]["top_logprobs"]) == 2
+
+    refused = completions(url, messages=messages, max_tokens=100_000)
+    assert refused.status_code == 400
+    assert "'max_tokens'" in refused.json()["error"]["message"]
+    assert "context of 128 tokens" in refused.json()["error"]["message"]
+    assert completions(url, messages=messages, max_tokens=129).status_code == 400
+
+
+# --------------------------------------------------------------------------- streaming
+
+
+def test_stream_sends_role_content_finish_chunks_then_done(serve: Callable[..., str]) -> None:
+    url = serve(FakeAgent())
+    with httpx.stream("POST", f"{url}/v1/chat/completions", json=body(stream=True)) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        payloads = sse_payloads(response.read().decode())
+    assert payloads[-1] == "[DONE]"
+    chunks = [json.loads(p) for p in payloads[:-1]]
+    assert {c["object"] for c in chunks} == {"chat.completion.chunk"}
+    assert len({c["id"] for c in chunks}) == 1 and chunks[0]["id"].startswith("chatcmpl-")
+    assert all(c["model"] == MODEL and "usage" not in c for c in chunks)
+    deltas = [c["choices"][0]["delta"] for c in chunks]
+    assert deltas[0]["role"] == "assistant"
+    assert "".join(d.get("content", "") for d in deltas) == "echo hi /1"
+    finishes = [c["choices"][0]["finish_reason"] for c in chunks]
+    assert finishes == [None] * (len(chunks) - 1) + ["stop"]
+
+
+def test_stream_include_usage_ends_with_a_usage_chunk(serve: Callable[..., str]) -> None:
+    url = serve(CharTokenAgent())
+    options = {"include_usage": True}
+    response = completions(url, stream=True, stream_options=options, max_tokens=10)
+    assert response.status_code == 200
+    payloads = sse_payloads(response.text)
+    assert payloads[-1] == "[DONE]"
+    *chunks, last = [json.loads(p) for p in payloads[:-1]]
+    assert last["choices"] == []
+    assert last["usage"] == {"prompt_tokens": 2, "completion_tokens": 10, "total_tokens": 12}
+    assert all(c["usage"] is None for c in chunks)
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
 
 
 # --------------------------------------------------------------------------- client retries
@@ -506,9 +728,20 @@ def test_serve_command_builds_the_agent_and_app(monkeypatch: pytest.MonkeyPatch)
         ["serve", "--model", "tiny", "--port", "8123", "--api-key-env", "MORALSIM_SERVE_KEY"],
     )
     assert result.exit_code == 0, result.output
-    assert made == {"model": "tiny", "adapter": None, "merge": False, "system_prompt": None}
+    assert made == {
+        "model": "tiny", "adapter": None, "merge": False, "system_prompt": None,
+        "max_context_tokens": 2048,  # a run's default, so served and local replies match
+    }  # fmt: skip
     assert (ran["host"], ran["port"]) == ("127.0.0.1", 8123)
     assert isinstance(ran["app"], FastAPI)
+    assert ran["app"].state.request_timeout == 300
+
+    timed = CliRunner().invoke(cli, ["serve", "--request-timeout", "42.5"])
+    assert timed.exit_code == 0, timed.output
+    assert ran["app"].state.request_timeout == 42.5  # type: ignore[attr-defined]
+    zero = CliRunner().invoke(cli, ["serve", "--request-timeout", "0"])
+    assert zero.exit_code == 2
+    assert "--request-timeout" in zero.output
 
     missing = CliRunner().invoke(cli, ["serve", "--api-key-env", "MORALSIM_UNSET_KEY_X"])
     assert missing.exit_code == 2

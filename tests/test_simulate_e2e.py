@@ -173,9 +173,28 @@ def test_a_driver_killed_mid_run_resumes_to_the_uninterrupted_result(
     assert simulate(whole, env).returncode == 0
     ids = [d.id for d in read_dialogues(records)]
     assert len(ids) == 16 == len(set(ids))
-    assert _summary_without_run_info(records.parent) == _summary_without_run_info(
-        tmp_path / "runs" / "whole"
+    assert_close(
+        _summary_without_run_info(records.parent),
+        _summary_without_run_info(tmp_path / "runs" / "whole"),
     )
+
+
+def assert_close(a: object, b: object, tol: float = 1e-6, where: str = "summary") -> None:
+    """Equal structure and text, numbers within `tol`: scores of the same turn differ by ~1e-9
+    when dynamic batching groups it with other turns (a resumed run batches differently)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), f"{where}: keys {sorted(a)} vs {sorted(b)}"
+        for key in a:
+            assert_close(a[key], b[key], tol, f"{where}.{key}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), f"{where}: {len(a)} vs {len(b)} items"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_close(x, y, tol, f"{where}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert isinstance(a, int | float) and isinstance(b, int | float), where
+        assert abs(a - b) <= tol, f"{where}: {a} vs {b}"
+    else:
+        assert a == b, f"{where}: {a!r} vs {b!r}"
 
 
 def _free_port() -> int:
