@@ -43,6 +43,14 @@ def force_offline() -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    quiet_loading()
+
+
+def quiet_loading() -> None:
+    """No per-shard "Loading weights" bars: moralsim prints its own progress line per phase, and
+    the bars drown it (and fill `ray job` logs). HF_HUB_DISABLE_PROGRESS_BARS=0 brings them
+    back."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 def cache_dir() -> Path:

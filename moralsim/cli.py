@@ -36,6 +36,7 @@ app.command("serve")(serve)
 app.command("validate")(validate)
 
 console = Console(stderr=True, soft_wrap=True)
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # see agents.models.quiet_loading
 
 
 def _show_version(value: bool) -> None:

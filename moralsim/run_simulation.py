@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +86,8 @@ def _simulate_locked(run: RunConfig, resume: bool, say: Callable[[str], None]) -
             f"only {len(questions)} {run.scenarios.split} questions in '{pack.name}'; running those"
         )
     save_config(run, run_dir / "config.yaml")
+    say = _logged(say, run_dir / "run.log")
+    say(f"run {run.name}: {len(questions)} questions, flows {', '.join(f.name for f in flows)}")
     _record_scorer(run, run_dir)
     safety_rots = [s.rot.text for s in pack.safety_rots]
     if not safety_rots:
@@ -113,9 +116,11 @@ def _simulate_locked(run: RunConfig, resume: bool, say: Callable[[str], None]) -
         for flow in flows:
             ctx = FlowRun(
                 run, run.probes.get(flow.name), pack, questions, pool, backend, writer, done,
-                meta, _stepper(bar, counted), bar, live, say,
+                meta, _stepper(bar, counted, say), bar, live, say,
             )  # fmt: skip
+            started = time.perf_counter()
             flow.run(ctx)
+            say(f"{flow.name}: done in {time.perf_counter() - started:.0f} s")
             result.skipped += ctx.outcome.get("skipped", 0)
             result.retried += ctx.outcome.get("retried", 0)
         result.seconds = live.seconds
@@ -161,16 +166,37 @@ def check_flows(run: RunConfig, flows: list[Any], pack: Any) -> None:
             raise ConfigError(str(exc)) from None
 
 
-def _stepper(bar: Any, counted: list[int]) -> Callable[[str, Callable[[], int], int], None]:
-    """A flow's unit of work under its own progress line; its bot turns go into `counted`."""
+def _stepper(
+    bar: Any, counted: list[int], say: Callable[[str], None]
+) -> Callable[[str, Callable[[], int], int], None]:
+    """A flow's unit of work under its own progress line, with a line when it starts and ends
+    (what a log file or a `ray job` log shows); its bot turns go into `counted`."""
 
     def step(label: str, work: Callable[[], int], per_record: int) -> None:
         task = bar.add_task(label, total=None, live="")
+        if not bar.console.is_terminal:
+            say(f"{label}: started")
+        start = time.perf_counter()
         written = work()
         counted[0] += per_record * written
         bar.update(task, completed=1, total=1, live=f"{written} dialogues")
+        if not bar.console.is_terminal:
+            say(f"{label}: {written} dialogues in {time.perf_counter() - start:.0f} s")
 
     return step
+
+
+def _logged(say: Callable[[str], None], log: Path) -> Callable[[str], None]:
+    """`say`, and the same line with its time appended to the run's log file, so a run's
+    progress and warnings can be read afterwards (or followed with `tail -f`)."""
+
+    def both(message: str) -> None:
+        say(message)
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write(f"{stamp} {message}\n")
+
+    return both
 
 
 def _sections(

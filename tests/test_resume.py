@@ -173,3 +173,9 @@ def test_repair_keeps_a_whole_last_record_and_cuts_a_torn_one(tmp_path: Path) ->
 def test_saved_configs_round_trip_through_yaml(finished_run: Path) -> None:
     data = yaml.safe_load((finished_run / "config.yaml").read_text())
     assert data["seed"] == 3 and data["num_dialogues"] == 4
+
+
+def test_the_run_log_has_a_line_per_phase(finished_run: Path) -> None:
+    log = (finished_run / "run.log").read_text()
+    assert "run exp1: 4 questions, flows moraldial" in log
+    assert "moraldial: done in" in log
