@@ -88,11 +88,13 @@ def ray_session(options: RayOptions) -> Iterator[None]:
     if address:
         ray.init(address=address, **kwargs)
     else:
-        env = {k: os.environ[k] for k in ("MORALSIM_CACHE", "HF_HUB_OFFLINE") if k in os.environ}
+        passed = ("MORALSIM_CACHE", "HF_HUB_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS")
+        env = {k: os.environ[k] for k in passed if k in os.environ}
         ray.init(
             num_cpus=os.cpu_count() or 1,
             include_dashboard=False,
             runtime_env={"env_vars": env} if env else None,
+            _system_config=LOCAL_HEALTH_CHECKS,
             **kwargs,
         )
     try:
@@ -100,6 +102,17 @@ def ray_session(options: RayOptions) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+LOCAL_HEALTH_CHECKS: dict[str, int] = {
+    "health_check_period_ms": 3000,
+    "health_check_timeout_ms": 30_000,
+    "health_check_failure_threshold": 20,
+}
+"""A local Ray that moralsim starts shares the machine with the models it runs: on a loaded
+2-core laptop its node missed Ray's default health checks (10 s, 5 misses) and Ray declared its
+own node dead mid-run. Here a node is only given up after ~10 unresponsive minutes. A cluster
+you start yourself (`ray start`) keeps its own settings."""
 
 
 def _check_resources(options: RayOptions) -> None:

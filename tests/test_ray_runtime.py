@@ -205,3 +205,25 @@ def test_a_killed_bot_actor_is_restarted_and_its_dialogues_rerun(
     assert killed and stats.retried >= 1 and pid_after != pid_before
     assert sorted(ids) == sorted({d.id for d in reference}) and len(ids) == len(set(ids))
     assert sorted(map(as_comparable, dialogues)) == sorted(map(as_comparable, reference))
+
+
+def test_a_local_ray_tolerates_a_loaded_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Ray moralsim starts itself gets lenient health checks (a busy node was declared
+    dead); one it joins keeps the cluster's own settings."""
+    import ray
+
+    from simulators.ray_runtime import LOCAL_HEALTH_CHECKS, ray_session
+
+    calls: list[dict[str, object]] = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kw: calls.append(kw))
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    monkeypatch.setattr("simulators.ray_runtime._check_resources", lambda options: None)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with ray_session(RayOptions()):
+        pass
+    with ray_session(RayOptions(address="ray://head:10001")):
+        pass
+    assert calls[0]["_system_config"] == LOCAL_HEALTH_CHECKS
+    assert LOCAL_HEALTH_CHECKS["health_check_failure_threshold"] >= 10
+    assert "_system_config" not in calls[1]
