@@ -129,13 +129,27 @@ def _simulate_locked(run: RunConfig, resume: bool, say: Callable[[str], None]) -
     result.dialogues_written = len(written) - len(done)
     result.bot_turns = live.bot_turns + counted[0]
     probes_path = run_dir / "probes.json"
-    known = json.loads(probes_path.read_text(encoding="utf-8")) if probes_path.is_file() else {}
+    known = _earlier_sections(probes_path, say)
     known.update(sections)
     probes_path.write_text(json.dumps(known, indent=2) + "\n", encoding="utf-8")
     from evaluators.report import write_report
 
     write_report(run_dir)
     return result
+
+
+def _earlier_sections(path: Path, say: Callable[[str], None]) -> dict[str, Any]:
+    """probes.json as it was: sections of flows this run did not rerun are kept. A damaged file
+    holds nothing to keep (every section of this run is rebuilt from the records), so it is
+    replaced, with a warning, rather than ending a finished run with a traceback."""
+    from evaluators.report import RunFileError, read_json_file
+
+    try:
+        known = read_json_file(path)
+    except RunFileError as exc:
+        say(f"warning: {exc}; it is rewritten from the records")
+        return {}
+    return known if isinstance(known, dict) else {}
 
 
 def _finished_ids(records: Path, say: Callable[[str], None]) -> set[str]:

@@ -179,3 +179,11 @@ def test_the_run_log_has_a_line_per_phase(finished_run: Path) -> None:
     log = (finished_run / "run.log").read_text()
     assert "run exp1: 4 questions, flows moraldial" in log
     assert "moraldial: done in" in log
+
+
+def test_a_damaged_probes_file_is_rebuilt_on_resume(finished_run: Path) -> None:
+    (finished_run / "probes.json").write_text('{"sage": ')
+    code, out = _run("--name", "exp1", "--output-dir", str(finished_run.parent), "--resume")
+    assert code == 0, out
+    assert "probes.json: not valid JSON" in out and "rewritten from the records" in out
+    json.loads((finished_run / "probes.json").read_text())
