@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluators.stats import Estimate, mean_ci
+from evaluators.stats import MIN_N_FOR_CI, Estimate, mean_ci
 from scenarios.jsonl import read_dialogues
 
 
@@ -126,11 +126,13 @@ def unit_row(label: str, a: Sequence[Unit], b: Sequence[Unit]) -> Comparison | N
     """
     if not (a or b):
         return None
-    by_key_a = {u.key: u for u in a}
-    by_key_b = {u.key: u for u in b}
+    by_key_a, by_key_b = _one_per_key(a), _one_per_key(b)
     matched = [k for k in by_key_a if k in by_key_b]
     ea, eb = mean_ci([u.value for u in a]), mean_ci([u.value for u in b])
-    if len(matched) < 2:
+    # Pair only when the runs mostly asked the same things: a few shared scenarios of two
+    # otherwise different samples would make a paired interval of the wrong population.
+    mostly = 2 * len(matched) >= max(len(by_key_a), len(by_key_b))
+    if len(matched) < MIN_N_FOR_CI or not mostly:
         return Comparison(
             label, ea, eb, *welch_interval([u.value for u in a], [u.value for u in b]),
             method="Welch t",
@@ -144,6 +146,17 @@ def unit_row(label: str, a: Sequence[Unit], b: Sequence[Unit]) -> Comparison | N
     )
     diff, low, high = paired_interval([c.diff for c in changes])
     return Comparison(label, ea, eb, diff, low, high, "paired t", len(matched), tuple(changes))
+
+
+def _one_per_key(units: Sequence[Unit]) -> dict[str, Unit]:
+    """One unit per key: a key seen more than once (repeats of a scenario) is their mean, with
+    the first one's text, so no repeat is silently dropped from the pairing."""
+    groups: dict[str, list[Unit]] = {}
+    for u in units:
+        groups.setdefault(u.key, []).append(u)
+    return {
+        k: Unit(k, math.fsum(u.value for u in g) / len(g), g[0].text) for k, g in groups.items()
+    }
 
 
 def per_unit_row(label: str, a: Sequence[float], b: Sequence[float]) -> Comparison | None:

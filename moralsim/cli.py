@@ -93,7 +93,7 @@ def _run_config(
 ) -> RunConfig:
     """The run's config from --config, --set and the options; with `resume`, the config saved in
     the run folder, refusing any stated setting that differs from it (moralsim.resume)."""
-    from moralsim.resume import resumed_config, stated_keys
+    from moralsim.resume import resumable_config
 
     sets = list(overrides or [])
     for key, value in (
@@ -105,10 +105,7 @@ def _run_config(
         if value is not None:
             sets.append(f"{key}={value}")
     try:
-        run = load_config(config, sets)
-        if resume and (run.run_dir / "config.yaml").is_file():
-            run = resumed_config(run.run_dir, run, stated_keys(config, sets))
-        return run
+        return resumable_config(config, sets) if resume else load_config(config, sets)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
 
@@ -156,6 +153,7 @@ def simulate(
 def _simulate(run: RunConfig, resume: bool) -> None:
     from agents.models import ModelError, resolve_model
     from agents.openai_client import AgentError
+    from evaluators.llm_judge import parse_endpoint_spec
     from evaluators.scorers import registered_scorer
     from moralsim.backend_specs import local_bot_model, user_policy
     from moralsim.run_simulation import simulate as run_simulation
@@ -175,6 +173,7 @@ def _simulate(run: RunConfig, resume: bool) -> None:
                 "evaluators.agreement_model",
                 None
                 if registered_scorer(run.evaluators.agreement_model)
+                or parse_endpoint_spec(run.evaluators.agreement_model)  # a judge behind a URL
                 else run.evaluators.agreement_model,
                 ("sequence-classifier", "causal-lm"),  # a classifier, or an LLM judge
             ),

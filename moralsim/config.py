@@ -492,6 +492,17 @@ def load_config(
     path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()
 ) -> RunConfig:
     """Read a YAML run config (or the defaults) and apply overrides, validating everything."""
+    data, source = read_config_data(path, overrides)
+    try:
+        return config_from_dict(data, Path(path).parent if path is not None else None)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def read_config_data(
+    path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()
+) -> tuple[dict[str, Any], str]:
+    """(the keys a YAML file and overrides state, not yet validated; where they came from)."""
     data: dict[str, Any] = {}
     source = "command-line options"
     if path is not None:
@@ -516,10 +527,7 @@ def load_config(
         data = loaded
     for assignment in overrides:
         apply_override(data, assignment)
-    try:
-        return config_from_dict(data, Path(path).parent if path is not None else None)
-    except ConfigError as exc:
-        raise ConfigError(f"{source}: {exc}") from None
+    return data, source
 
 
 def save_config(config: RunConfig, path: str | Path) -> Path:

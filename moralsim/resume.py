@@ -1,92 +1,100 @@
 """`--resume` continues the run that is on disk, with the settings it was started with.
 
 A run folder keeps its fully resolved `config.yaml`. Resuming reads it back, so `simulate
---name exp1 --resume` alone repeats exp1's settings. Anything the user states explicitly (a key
-of `--config`, a `--set`, `--seed`, `--num-dialogues`...) must agree with the saved value: a
-resumed run that quietly changed its seed, flows, model or pack would mix two experiments in one
-set of records. Where and how the run executes (`runtime.*`: Ray or not, replicas, batching
-waits) does not change what is computed, so it may differ, and the command line's value is used.
+--name exp1 --resume` alone repeats exp1's settings. Anything the user states again (keys of
+`--config`, `--set`, `--seed`, ...) is applied on top of the saved config and the result must
+equal it: a resumed run that quietly changed its seed, flows, model or pack would mix two
+experiments in one set of records. Where and how the run executes (`runtime.*`: Ray or not,
+replicas, batching waits) does not change what is computed, so it may differ, and the stated
+value is used.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import replace
+import copy
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from moralsim.config import ConfigError, RunConfig, config_to_dict, load_config
+from moralsim.config import (
+    ConfigError,
+    RunConfig,
+    config_from_dict,
+    config_to_dict,
+    load_config,
+    read_config_data,
+)
 
-FREE_PREFIXES: tuple[str, ...] = ("runtime",)
-"""Settings a resumed run may change: where it runs, not what it computes."""
-
-FOLDER_KEYS: frozenset[str] = frozenset({"name", "output_dir"})
-"""Keys that choose the folder: equal by construction once the folder is found."""
-
-
-def stated_keys(config_path: Path | None, overrides: Iterable[str]) -> list[str]:
-    """The dotted keys a user set explicitly: every leaf of the --config file, every --set."""
-    keys: list[str] = []
-    if config_path is not None:
-        data = yaml.safe_load(Path(config_path).read_text(encoding="utf-8"))
-        if isinstance(data, dict):
-            keys.extend(_leaves(data))
-    keys.extend(a.partition("=")[0].strip() for a in overrides)
-    return list(dict.fromkeys(keys))
+FREE_SECTIONS: tuple[str, ...] = ("runtime", "name", "output_dir")
+"""Settings a resumed run may change: where it runs (and the keys that found the folder)."""
 
 
-def _leaves(data: dict[str, Any], prefix: str = "") -> list[str]:
-    out: list[str] = []
-    for key, value in data.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            out.extend(_leaves(value, dotted + "."))
-        else:
-            out.append(dotted)
-    return out
-
-
-def resumed_config(run_dir: Path, given: RunConfig, stated: Iterable[str]) -> RunConfig:
-    """The saved config of `run_dir`, with the stated runtime settings; raises ConfigError listing
-    every stated key whose value differs from the saved one."""
+def resumable_config(config_path: Path | None, overrides: list[str]) -> RunConfig:
+    """The config to resume with: the run folder's saved config.yaml with the stated values on
+    top. Raises ConfigError listing every stated setting that changes what the run computes,
+    or when the folder holds nothing to resume."""
+    stated, source = read_config_data(config_path, overrides)
+    defaults = RunConfig()
+    run_dir = Path(str(stated.get("output_dir", defaults.output_dir))) / str(
+        stated.get("name", defaults.name)
+    )
     saved_path = run_dir / "config.yaml"
+    if not saved_path.is_file():
+        if (run_dir / "dialogues.jsonl").is_file():  # a run of a release that kept no config
+            return load_config(config_path, overrides)
+        raise ConfigError(
+            f"--resume: nothing to resume in {run_dir} (it has no config.yaml); leave out "
+            "--resume to start this run, or check --name / --output-dir"
+        )
     try:
         saved = load_config(saved_path)
+        saved_data = config_to_dict(saved)
+        base = Path(config_path).parent if config_path is not None else None
+        resumed = config_from_dict(_merged(copy.deepcopy(saved_data), stated), base)
     except ConfigError as exc:
-        raise ConfigError(f"cannot resume: {exc}") from None
-    saved_data, given_data = config_to_dict(saved), config_to_dict(given)
+        raise ConfigError(f"cannot resume {run_dir}: {exc}") from None
     differing = [
         key
-        for key in stated
-        if key not in FOLDER_KEYS
-        and key.split(".")[0] not in FREE_PREFIXES
-        and _value_at(given_data, key) != _value_at(saved_data, key)
+        for key in _leaf_differences(saved_data, config_to_dict(resumed))
+        if key.split(".")[0] not in FREE_SECTIONS
     ]
     if differing:
-        lines = "; ".join(
-            f"{key}: saved {_show(_value_at(saved_data, key))}, "
-            f"given {_show(_value_at(given_data, key))}"
+        shown = "; ".join(
+            f"{key}: saved {_show(_at(saved_data, key))}, "
+            f"given {_show(_at(config_to_dict(resumed), key))}"
             for key in differing
         )
         raise ConfigError(
-            f"--resume continues {run_dir} with the settings in {saved_path}, and these differ: "
-            f"{lines}. Drop them to resume, or start a new run with another --name"
+            f"--resume continues {run_dir} with the settings in {saved_path}, and {source} "
+            f"change them: {shown}. Drop them to resume, or start a new run with another --name"
         )
-    if any(key.split(".")[0] in FREE_PREFIXES for key in stated):
-        saved = replace(saved, runtime=given.runtime)
-    return saved
+    return resumed
 
 
-def _value_at(data: dict[str, Any], dotted: str) -> Any:
-    """The value at a dotted key; for a key the saved form spells differently (an earlier flat
-    probe key), the deepest section both spell the same way."""
+def _merged(base: dict[str, Any], stated: dict[str, Any]) -> dict[str, Any]:
+    """`stated` laid over `base`, section by section (a stated key replaces only itself)."""
+    for key, value in stated.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merged(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def _leaf_differences(a: Any, b: Any, prefix: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        out: list[str] = []
+        for key in dict.fromkeys([*a, *b]):
+            out.extend(_leaf_differences(a.get(key), b.get(key), f"{prefix}{key}."))
+        return out
+    return [] if a == b else [prefix.rstrip(".")]
+
+
+def _at(data: dict[str, Any], dotted: str) -> Any:
     node: Any = data
     for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return node
-        node = node[part]
+        node = node.get(part) if isinstance(node, dict) else None
     return node
 
 

@@ -63,6 +63,8 @@ def _simulate_locked(run: RunConfig, resume: bool, say: Callable[[str], None]) -
 
     run_dir = run.run_dir
     records = run_dir / "dialogues.jsonl"
+    log = _log_file(run_dir / "run.log")
+    say = _both(say, log)
     done: set[str] = set()
     if records.exists() and records.stat().st_size > 0:
         if not resume:
@@ -86,7 +88,6 @@ def _simulate_locked(run: RunConfig, resume: bool, say: Callable[[str], None]) -
             f"only {len(questions)} {run.scenarios.split} questions in '{pack.name}'; running those"
         )
     save_config(run, run_dir / "config.yaml")
-    say = _logged(say, run_dir / "run.log")
     say(f"run {run.name}: {len(questions)} questions, flows {', '.join(f.name for f in flows)}")
     _record_scorer(run, run_dir)
     safety_rots = [s.rot.text for s in pack.safety_rots]
@@ -116,7 +117,7 @@ def _simulate_locked(run: RunConfig, resume: bool, say: Callable[[str], None]) -
         for flow in flows:
             ctx = FlowRun(
                 run, run.probes.get(flow.name), pack, questions, pool, backend, writer, done,
-                meta, _stepper(bar, counted, say), bar, live, say,
+                meta, _stepper(bar, counted, say, log), bar, live, say,
             )  # fmt: skip
             started = time.perf_counter()
             flow.run(ctx)
@@ -181,34 +182,41 @@ def check_flows(run: RunConfig, flows: list[Any], pack: Any) -> None:
 
 
 def _stepper(
-    bar: Any, counted: list[int], say: Callable[[str], None]
+    bar: Any, counted: list[int], say: Callable[[str], None], log: Callable[[str], None]
 ) -> Callable[[str, Callable[[], int], int], None]:
-    """A flow's unit of work under its own progress line, with a line when it starts and ends
-    (what a log file or a `ray job` log shows); its bot turns go into `counted`."""
+    """A flow's unit of work under its own progress line, with a line when it starts and ends:
+    printed where no live bar shows (a `ray job` log), always kept in the run's log; its bot
+    turns go into `counted`."""
+    line = log if bar.console.is_terminal else say
 
     def step(label: str, work: Callable[[], int], per_record: int) -> None:
         task = bar.add_task(label, total=None, live="")
-        if not bar.console.is_terminal:
-            say(f"{label}: started")
+        line(f"{label}: started")
         start = time.perf_counter()
         written = work()
         counted[0] += per_record * written
         bar.update(task, completed=1, total=1, live=f"{written} dialogues")
-        if not bar.console.is_terminal:
-            say(f"{label}: {written} dialogues in {time.perf_counter() - start:.0f} s")
+        line(f"{label}: {written} dialogues in {time.perf_counter() - start:.0f} s")
 
     return step
 
 
-def _logged(say: Callable[[str], None], log: Path) -> Callable[[str], None]:
-    """`say`, and the same line with its time appended to the run's log file, so a run's
-    progress and warnings can be read afterwards (or followed with `tail -f`)."""
+def _log_file(path: Path) -> Callable[[str], None]:
+    """Appends a line with its time to the run's log, so a run's progress and warnings can be
+    read afterwards (or followed with `tail -f`); the file appears with its first line."""
 
+    def write(message: str) -> None:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(f"{stamp} {message}\n")
+
+    return write
+
+
+def _both(say: Callable[[str], None], log: Callable[[str], None]) -> Callable[[str], None]:
     def both(message: str) -> None:
         say(message)
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        with log.open("a", encoding="utf-8") as fh:
-            fh.write(f"{stamp} {message}\n")
+        log(message)
 
     return both
 

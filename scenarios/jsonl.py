@@ -153,6 +153,9 @@ def iter_jsonl(
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
+                if is_torn_tail:  # a write cut inside a multi-byte character
+                    log.warning("%s:%d: ignoring a torn final line (interrupted write)", p, number)
+                    continue
                 _bad(p, number, f"not valid UTF-8 (byte {exc.start})", skipped)
                 continue
             try:

@@ -47,7 +47,7 @@ def test_compare_runs_and_cli(tmp_path: Path) -> None:
     assert rows["S_MA"].diff == pytest.approx(0.6 - 0.1)
     assert rows["S_MR"].diff == 0.0 and rows["S_MR"].diff_low == 0.0
     assert "S_ME" not in rows  # neither run has it
-    assert rows["S_MA"].method == "paired t" and rows["S_MA"].pairs == 3
+    assert rows["S_MA"].method == "Welch t"  # 3 shared scenarios: too few to pair
     result = CliRunner().invoke(app, ["compare", str(a), str(b)], terminal_width=200)
     assert result.exit_code == 0, result.output
     assert "S_MA" in result.output and "+50.0" in result.output
@@ -104,23 +104,42 @@ def test_pairing_is_by_scenario_and_tighter_than_welch(tmp_path: Path) -> None:
     from evaluators.compare import Unit, unit_row, welch_interval
 
     # Scenario difficulty varies a lot; B is better by about 0.1 on every one of them.
-    a = [Unit("q1", -0.8), Unit("q2", 0.0), Unit("q3", 0.7), Unit("q4", 0.2)]
-    b = [Unit("q3", 0.8), Unit("q1", -0.7), Unit("q4", 0.35), Unit("q2", 0.05), Unit("q9", 1.0)]
+    a = [Unit("q1", -0.8), Unit("q2", 0.0), Unit("q3", 0.7), Unit("q4", 0.2), Unit("q5", 0.4)]
+    b = [Unit("q3", 0.81), Unit("q1", -0.7), Unit("q4", 0.35), Unit("q2", 0.05),
+         Unit("q5", 0.52), Unit("q9", 1.0)]  # fmt: skip
     row = unit_row("S_MA", a, b)
-    assert row is not None and row.method == "paired t" and row.pairs == 4
-    assert row.diff == pytest.approx((0.1 + 0.05 + 0.1 + 0.15) / 4)  # q9 is unmatched
-    assert row.b.n == 5  # each side's own estimate keeps all its units
+    assert row is not None and row.method == "paired t" and row.pairs == 5
+    assert row.diff == pytest.approx((0.1 + 0.05 + 0.11 + 0.15 + 0.12) / 5)  # q9 is unmatched
+    assert row.b.n == 6  # each side's own estimate keeps all its units
     assert row.diff_low > 0  # paired: clearly better
-    _, welch_low, _ = welch_interval([u.value for u in a], [u.value for u in b][:4])
+    _, welch_low, _ = welch_interval([u.value for u in a], [u.value for u in b][:5])
     assert welch_low < 0  # unpaired, the same numbers cannot tell
-    assert [c.key for c in row.changes] == ["q4", "q1", "q3", "q2"]  # largest |B - A| first
+    assert [c.key for c in row.changes] == ["q4", "q5", "q3", "q1", "q2"]  # largest first
+
+
+def test_repeats_of_a_scenario_are_averaged_and_few_shared_ones_are_not_paired() -> None:
+    from evaluators.compare import Unit, unit_row
+
+    a = [Unit(f"q{i}", 0.0) for i in range(6)] + [Unit("q0", 1.0)]  # q0 twice: mean 0.5
+    b = [Unit(f"q{i}", 0.5) for i in range(6)]
+    row = unit_row("S_MA", a, b)
+    assert row is not None and row.pairs == 6
+    assert next(c for c in row.changes if c.key == "q0").a == 0.5
+    other = [Unit(f"x{i}", 0.5) for i in range(20)] + b[:5]  # 5 of 25 shared: not one sample
+    assert unit_row("S_MA", a, other).method == "Welch t"
 
 
 def test_cli_json_changes_warnings_and_fail_if(tmp_path: Path) -> None:
     import json
 
-    a = write_run(tmp_path / "base", [0.5, 0.2, 0.1], ["Yes, go ahead.", "Sure.", "Maybe."])
-    b = write_run(tmp_path / "moral", [0.4, 0.6, 0.1], ["No, don't.", "It's wrong.", "Maybe."])
+    a = write_run(
+        tmp_path / "base", [0.5, 0.2, 0.1, 0.0, 0.3], ["Yes.", "Sure.", "Maybe.", "Hm.", "Ok."]
+    )
+    b = write_run(
+        tmp_path / "moral",
+        [0.4, 0.6, 0.1, 0.2, 0.3],
+        ["No, don't.", "It's wrong.", "Maybe.", "Better not.", "Ok."],
+    )
     (a / "config.yaml").write_text("seed: 1\nevaluators: {agreement_model: agreement-minilm}\n")
     (b / "config.yaml").write_text("seed: 2\nevaluators: {agreement_model: ./judge}\n")
     runner = CliRunner()
@@ -128,7 +147,7 @@ def test_cli_json_changes_warnings_and_fail_if(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     s_ma = next(r for r in data["rows"] if r["metric"] == "S_MA")
-    assert s_ma["pairs"] == 3 and s_ma["diff"] == pytest.approx(0.1)
+    assert s_ma["pairs"] == 5 and s_ma["diff"] == pytest.approx(0.1)
     assert s_ma["changes"][0] == {
         "key": "q1", "a": 0.2, "b": 0.6, "diff": pytest.approx(0.4),
         "a_text": "Sure.", "b_text": "It's wrong.",
@@ -136,7 +155,7 @@ def test_cli_json_changes_warnings_and_fail_if(tmp_path: Path) -> None:
     assert any("different agreement scorers" in w for w in data["warnings"])
     assert any("different seeds" in w for w in data["warnings"])
     table = runner.invoke(app, ["compare", str(a), str(b)], terminal_width=200)
-    assert "It's wrong." in table.output and "paired t, 3 pairs" in table.output
+    assert "It's wrong." in table.output and "paired t, 5 pairs" in table.output
     fails = runner.invoke(app, ["compare", str(a), str(b), "--fail-if", "S_MA < 20"])
     assert fails.exit_code == 1 and "failed: S_MA < 20" in fails.output  # +10 < 20
     passes = runner.invoke(app, ["compare", str(a), str(b), "--fail-if", "S_MA.b < 0"])

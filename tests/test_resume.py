@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from moralsim.cli import app
 from moralsim.config import ConfigError, load_config
-from moralsim.resume import resumed_config, stated_keys
+from moralsim.resume import resumable_config
 from scenarios.jsonl import read_dialogues, repair_torn_tail
 from tests.test_simulate_e2e import tiny_config, write_config
 
@@ -46,32 +46,36 @@ def _drop_last_record(records: Path) -> None:
 # --------------------------------------------------------------------------- resume settings
 
 
-def test_stated_keys_are_the_config_leaves_and_the_sets(tmp_path: Path) -> None:
-    path = tmp_path / "run.yaml"
-    path.write_text("seed: 3\nbot:\n  model: m\n  generation: {max_new_tokens: 5}\n")
-    assert stated_keys(path, ["flows=[sage]", "seed=4"]) == [
-        "seed",
-        "bot.model",
-        "bot.generation.max_new_tokens",
-        "flows",
-    ]
-
-
 def test_a_resumed_config_is_the_saved_one_with_the_stated_runtime(tmp_path: Path) -> None:
-    saved = load_config(None, ["name=r", f"output_dir={tmp_path}", "seed=3", "num_dialogues=7"])
     from moralsim.config import save_config
 
+    folder = ["name=r", f"output_dir={tmp_path}"]
+    saved = load_config(None, [*folder, "seed=3", "num_dialogues=7", "runtime.bot_replicas=2"])
     save_config(saved, tmp_path / "r" / "config.yaml")
-    given = load_config(None, ["name=r", f"output_dir={tmp_path}", "runtime.ray=false"])
-    run = resumed_config(tmp_path / "r", given, ["name", "output_dir", "runtime.ray"])
-    assert (run.seed, run.num_dialogues, run.runtime.ray) == (3, 7, False)
-    given = load_config(None, ["name=r", f"output_dir={tmp_path}", "seed=4", "flows=[sage]"])
+    run = resumable_config(None, [*folder, "runtime.ray=false"])
+    # only the stated runtime key changes; the saved replicas stay
+    assert (run.seed, run.num_dialogues, run.runtime.ray, run.runtime.bot_replicas) == (
+        3, 7, False, 2,
+    )  # fmt: skip
     with pytest.raises(ConfigError) as info:
-        resumed_config(tmp_path / "r", given, ["name", "seed", "flows"])
+        resumable_config(None, [*folder, "seed=4", "flows=[sage]"])
     message = str(info.value)
     assert "seed: saved 3, given 4" in message
     assert "flows: saved [moraldial, sage, dit, prudence], given [sage]" in message
-    assert "name:" not in message
+    assert "name:" not in message and "runtime" not in message
+    with pytest.raises(ConfigError, match=r"nothing to resume in .*other"):
+        resumable_config(None, ["name=other", f"output_dir={tmp_path}"])
+
+
+def test_a_stated_value_equal_to_the_saved_one_is_accepted(tmp_path: Path) -> None:
+    from moralsim.config import save_config
+
+    folder = ["name=r", f"output_dir={tmp_path}"]
+    save_config(load_config(None, [*folder, "user.policy=llm", "user.phraser_model=m"]),
+                tmp_path / "r" / "config.yaml")  # fmt: skip
+    # stated alone, user.policy=llm would need its phraser_model: the saved one completes it
+    run = resumable_config(None, [*folder, "user.policy=llm"])
+    assert run.user.phraser_model == "m"
 
 
 def test_resume_alone_repeats_the_runs_settings(finished_run: Path) -> None:
