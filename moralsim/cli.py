@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agents.models import quiet_loading
 from moralsim.config import ConfigError, RunConfig, describe_fields, load_config
 from moralsim.scenarios_cli import scenarios_app
 from moralsim.scorer_cmd import scorer_app
@@ -36,7 +37,7 @@ app.command("serve")(serve)
 app.command("validate")(validate)
 
 console = Console(stderr=True, soft_wrap=True)
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # see agents.models.quiet_loading
+quiet_loading()
 
 
 def _show_version(value: bool) -> None:

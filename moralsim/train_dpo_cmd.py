@@ -12,8 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from moralsim.config import ConfigError
-from moralsim.train_sft_cmd import load_layered_config, show_resolved_config
+from moralsim.train_sft_cmd import command_config, load_layered_config
 from training.dpo_config import PRESETS, DPORunConfig
 from training.sft_config import SFTConfigError
 
@@ -55,22 +54,12 @@ def train_dpo(
     show_config: Annotated[bool, typer.Option(help="Print every config key and exit.")] = False,
 ) -> None:
     """LoRA DPO of a moral bot on stance preference pairs from a pack (TRL + PEFT, CPU-safe)."""
-    sets = list(set_ or [])
-    if output_dir is not None:
-        sets.append(f"output_dir={output_dir}")
-    if overwrite:
-        sets.append("overwrite=true")
-    if show_config:
-        show_resolved_config(
-            "DPO config keys (YAML or --set key=value)", DPORunConfig,
-            lambda: load_dpo_config(config, sets, preset_name),
-            bool(preset_name or config or sets),
-        )  # fmt: skip
+    cfg = command_config(
+        "DPO config keys (YAML or --set key=value)", DPORunConfig, PRESETS,
+        config, set_, preset_name, output_dir, overwrite, show_config,
+    )  # fmt: skip
+    if cfg is None:
         return
-    try:
-        cfg = load_dpo_config(config, sets, preset_name)
-    except (ConfigError, SFTConfigError) as exc:
-        raise _fail(str(exc)) from None
     if (
         cfg.sft_adapter
         and not (Path(cfg.sft_adapter).expanduser() / "adapter_config.json").is_file()

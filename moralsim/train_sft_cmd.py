@@ -89,16 +89,36 @@ def _dotted(obj: Any, key: str) -> Any:
     return obj
 
 
-def show_resolved_config(title: str, cls: type, load: Any, given: bool) -> None:
-    """`--show-config`: the resolved values when anything was given, else the defaults; a bad
-    preset, file or key is the usual one-line error."""
-    resolved = None
-    if given:
-        try:
-            resolved = load()
-        except (ConfigError, SFTConfigError) as exc:
+def command_config(
+    title: str,
+    cls: type[T],
+    presets: dict[str, dict[str, Any]],
+    config: Path | None,
+    set_: list[str] | None,
+    preset_name: str | None,
+    output_dir: str | None,
+    overwrite: bool,
+    show_config: bool,
+) -> T | None:
+    """What `train sft` and `train dpo` share: the flags as overrides, then the layered config;
+    with `--show-config`, the keys are printed instead (with the resolved values when anything
+    was given) and None comes back. Errors are the usual one line."""
+    sets = list(set_ or [])
+    if output_dir is not None:
+        sets.append(f"output_dir={output_dir}")
+    if overwrite:
+        sets.append("overwrite=true")
+    given = bool(preset_name or config or sets)
+    try:
+        cfg = load_layered_config(cls, presets, config, sets, preset_name)
+    except (ConfigError, SFTConfigError) as exc:
+        if not show_config or given:
             raise _fail(str(exc)) from None
-    print_config_keys(title, cls, resolved)
+        cfg = None
+    if show_config:
+        print_config_keys(title, cls, cfg if given else None)
+        return None
+    return cfg
 
 
 def train_sft(
@@ -125,22 +145,12 @@ def train_sft(
 
     Rerunning the same command after an interruption resumes from the last checkpoint.
     """
-    sets = list(set_ or [])
-    if output_dir is not None:
-        sets.append(f"output_dir={output_dir}")
-    if overwrite:
-        sets.append("overwrite=true")
-    if show_config:
-        show_resolved_config(
-            "SFT config keys (YAML or --set key=value)", SFTRunConfig,
-            lambda: load_sft_config(config, sets, preset_name),
-            bool(preset_name or config or sets),
-        )  # fmt: skip
+    cfg = command_config(
+        "SFT config keys (YAML or --set key=value)", SFTRunConfig, PRESETS,
+        config, set_, preset_name, output_dir, overwrite, show_config,
+    )  # fmt: skip
+    if cfg is None:
         return
-    try:
-        cfg = load_sft_config(config, sets, preset_name)
-    except (ConfigError, SFTConfigError) as exc:
-        raise _fail(str(exc)) from None
 
     from agents.models import ModelError
     from scenarios.loaders import ScenarioLoadError
