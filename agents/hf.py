@@ -95,6 +95,42 @@ class TransformersAgent:
             self.model = _with_adapter(self.model, adapter, merge)
             self.model.to(device).eval()
             self.tokenizer = _adapter_tokenizer(adapter, self.tokenizer)
+        self._settle(device, system_prompt, rots, max_context_tokens, generation, batch_size)
+        self.info = AgentInfo(model=model, adapter=adapter, backend="transformers")
+
+    @classmethod
+    def from_loaded(
+        cls,
+        model: Any,
+        tokenizer: Any,
+        *,
+        label: str = "(in memory)",
+        max_context_tokens: int = 1024,
+        batch_size: int = 16,
+    ) -> TransformersAgent:
+        """The bot around a causal LM that is already in memory (e.g. one being trained), with
+        the run-time template, prompt cutting, stop tokens and clean-up, and no system prompt."""
+        import torch
+
+        agent = cls.__new__(cls)
+        agent._torch = torch
+        agent.model, agent.tokenizer, agent.seq2seq = model, tokenizer, False
+        if tokenizer.pad_token is None:  # as for an adapter's tokenizer
+            tokenizer.pad_token = tokenizer.eos_token
+        device = str(next(model.parameters()).device)
+        agent._settle(device, None, (), max_context_tokens, None, batch_size)
+        agent.info = AgentInfo(model=label, backend="transformers")
+        return agent
+
+    def _settle(
+        self,
+        device: str,
+        system_prompt: str | None,
+        rots: Sequence[str],
+        max_context_tokens: int,
+        generation: GenerationSettings | None,
+        batch_size: int,
+    ) -> None:
         self.device = device
         self.system = system_text(system_prompt, rots)
         self.max_context_tokens = max_context_tokens
@@ -102,7 +138,6 @@ class TransformersAgent:
         self.batch_size = batch_size
         self.use_chat_template = not self.seq2seq and bool(self.tokenizer.chat_template)
         self.stop_ids = self._stop_ids()
-        self.info = AgentInfo(model=model, adapter=adapter, backend="transformers")
 
     def context_length(self) -> int:
         """Most tokens a prompt and its reply share: `max_context_tokens`, or the model's own

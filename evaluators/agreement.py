@@ -44,7 +44,6 @@ class AgreementScorer:
         from agents.models import ModelError, force_offline, resolve_model
 
         force_offline()
-        import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         resolved = resolve_model(model)
@@ -57,41 +56,92 @@ class AgreementScorer:
         self.path = resolved.path
         self.batch_size = batch_size
         self.max_length = max_length
-        self._torch = torch
         self._tokenizer = AutoTokenizer.from_pretrained(resolved.path)
         self._model = AutoModelForSequenceClassification.from_pretrained(
             resolved.path, use_safetensors=True
         )
         self._model.eval()
         self._columns = label_columns(self._model.config.id2label, str(resolved.path))
+        self.rot_direction = reads_rot_direction(self._model.config)
 
     def probabilities(self, items: Sequence[AgreementItem]) -> np.ndarray:
         """(n, 3) array of P(agree), P(neutral), P(disagree)."""
-        torch = self._torch
-        out = np.zeros((len(items), 3), dtype=np.float64)
-        # Length-sorted batches keep padding small; results go back to input order.
-        order = sorted(range(len(items)), key=lambda i: len(items[i].answer) + len(items[i].rot))
-        with torch.no_grad():
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start : start + self.batch_size]
-                enc = self._tokenizer(
-                    [format_qa(items[i].question, items[i].answer) for i in chunk],
-                    [items[i].rot for i in chunk],
-                    truncation="longest_first",
-                    max_length=self.max_length,
-                    padding=True,
-                    return_tensors="pt",
-                )
-                probs = torch.softmax(self._model(**enc).logits.double(), dim=-1).numpy()
-                out[chunk] = probs[:, self._columns]
-        return out
+        return cross_encoder_probabilities(
+            self._model,
+            self._tokenizer,
+            items,
+            columns=self._columns,
+            batch_size=self.batch_size,
+            max_length=self.max_length,
+            rot_direction=self.rot_direction,
+        )
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "cross-encoder", "model": self.model_id}
+        described = {"kind": "cross-encoder", "model": self.model_id}
+        if self.rot_direction:
+            described["input"] = "recommending-rot"
+        return described
 
     def score(self, items: Sequence[AgreementItem]) -> np.ndarray:
         """AS for each item, in [-1, 1]."""
         return agreement_score(self.probabilities(items))
+
+
+ROT_DIRECTION_KEY = "moralsim_rot_direction"
+"""Set in a trained scorer's config.json when it reads answers against recommending RoTs."""
+
+
+def reads_rot_direction(model_config: Any) -> bool:
+    """Whether a scorer was trained on recommending-form RoTs (scenarios.rot_direction)."""
+    return bool(getattr(model_config, ROT_DIRECTION_KEY, False))
+
+
+def cross_encoder_probabilities(
+    model: Any,
+    tokenizer: Any,
+    items: Sequence[AgreementItem],
+    *,
+    columns: Sequence[int] = (0, 1, 2),
+    batch_size: int = 64,
+    max_length: int = 256,
+    rot_direction: bool = False,
+) -> np.ndarray:
+    """(n, 3) P(agree), P(neutral), P(disagree) of a 3-way cross-encoder over ("Q: q A: a", RoT).
+
+    With `rot_direction`, a RoT that forbids its act is read in its recommending form and the
+    agree and disagree columns are swapped back, as such a scorer was trained
+    (scenarios.rot_direction).
+    """
+    import torch
+
+    from scenarios.rot_direction import rot_direction as direction_of
+
+    directions = [direction_of(item.rot) if rot_direction else None for item in items]
+    rots = [d.recommending if d else item.rot for d, item in zip(directions, items, strict=True)]
+    out = np.zeros((len(items), 3), dtype=np.float64)
+    # Length-sorted batches keep padding small; results go back to input order.
+    order = sorted(range(len(items)), key=lambda i: len(items[i].answer) + len(rots[i]))
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for start in range(0, len(order), batch_size):
+                chunk = order[start : start + batch_size]
+                enc = tokenizer(
+                    [format_qa(items[i].question, items[i].answer) for i in chunk],
+                    [rots[i] for i in chunk],
+                    truncation="longest_first",
+                    max_length=max_length,
+                    padding=True,
+                    return_tensors="pt",
+                )
+                probs = torch.softmax(model(**enc).logits.double(), dim=-1).numpy()
+                out[chunk] = probs[:, list(columns)]
+    finally:
+        model.train(was_training)
+    forbidding = [i for i, d in enumerate(directions) if d is not None and d.forbids]
+    out[forbidding] = out[forbidding][:, ::-1]
+    return out
 
 
 def agreement_score(probabilities: np.ndarray) -> np.ndarray:

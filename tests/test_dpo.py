@@ -159,3 +159,18 @@ def test_cli_refuses_a_missing_sft_adapter(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 2 and "sft_adapter" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "o").exists()
+
+
+def test_length_grouped_order_batches_similar_lengths_in_a_seeded_random_order() -> None:
+    from training.dpo import length_grouped_order
+
+    lengths = [5, 100, 6, 101, 7, 102, 8, 103]
+    order = length_grouped_order(lengths, size=2, seed=0)
+    assert sorted(order) == list(range(8))  # every pair once
+    batches = [order[i : i + 2] for i in range(0, 8, 2)]
+    # one window (8 <= 2 x 50): sorted by length, so each batch holds neighbours in length
+    assert sorted(sorted(lengths[i] for i in b) for b in batches) == [
+        [5, 6], [7, 8], [100, 101], [102, 103]
+    ]  # fmt: skip
+    assert length_grouped_order(lengths, 2, 0) == order  # seeded
+    assert any(length_grouped_order(lengths, 2, s) != order for s in range(1, 6))

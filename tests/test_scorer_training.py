@@ -123,3 +123,44 @@ def test_train_scorer_runs_the_default_recipe_and_writes_a_card(
     assert metrics["data"]["train"]["written"] == 6000
     card = json.loads((out / "scorer_card.json").read_text())
     assert {"pack-test", "signs-test", "bot-test"} <= set(card["figures"])
+
+
+def test_recommending_form_swaps_labels_only_where_the_rot_forbids() -> None:
+    from training.scorer import recommending_form
+
+    forbidding = AgreementExample("a", "q", "yes", "It's wrong to lie.", "agree", "train", "t")  # type: ignore[arg-type]
+    permitting = AgreementExample("b", "q", "yes", "It's okay to lie.", "agree", "train", "t")  # type: ignore[arg-type]
+    unrelated = AgreementExample("c", "q", "hm", "You shouldn't lie.", "neutral", "train", "t")  # type: ignore[arg-type]
+    out = recommending_form([forbidding, permitting, unrelated])
+    assert [(e.rot, e.label) for e in out] == [
+        ("It's good to lie.", "disagree"),
+        ("It's okay to lie.", "agree"),
+        ("You should lie.", "neutral"),
+    ]
+
+
+def test_a_rot_direction_scorer_reads_forbidding_rots_by_their_recommending_form(
+    tiny_encoder: Path, tmp_path: Path
+) -> None:
+    """The flag is saved with the model, and scoring (RoT, answer) equals scoring the
+    recommending form with agree and disagree swapped."""
+    labels = ["agree", "neutral", "disagree"]
+    train = [example(i, labels[i % 3], "train") for i in range(8)]
+    dev = [example(100 + i, labels[i % 3], "dev") for i in range(3)]
+    cfg = ScorerTrainingConfig(
+        base_model=str(tiny_encoder), epochs=1, batch_size=4, seed=3, rot_direction=True
+    )
+    out = tmp_path / "scorer"
+    train_agreement_classifier(train, dev, None, out, cfg, show_bar=False)
+    assert json.loads((out / "config.json").read_text())["moralsim_rot_direction"] is True
+    scorer = AgreementScorer(str(out))
+    assert scorer.rot_direction and scorer.describe()["input"] == "recommending-rot"
+    forbidding = AgreementItem("is it okay to lie ?", "yes", "it is wrong to lie .")
+    recommending = AgreementItem("is it okay to lie ?", "yes", "It's good to lie .")
+    p_forbidding, p_recommending = scorer.probabilities([forbidding, recommending])
+    assert p_forbidding == pytest.approx(p_recommending[::-1])
+    assert scorer.score([forbidding])[0] == pytest.approx(-scorer.score([recommending])[0])
+    # a scorer trained the usual way keeps reading the RoT as written
+    plain = ScorerTrainingConfig(base_model=str(tiny_encoder), epochs=1, batch_size=4)
+    train_agreement_classifier(train, dev, None, tmp_path / "plain", plain, show_bar=False)
+    assert not AgreementScorer(str(tmp_path / "plain")).rot_direction

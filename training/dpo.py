@@ -29,6 +29,7 @@ from training.sft import (
 )
 from training.sft_config import SFTConfigError
 from training.sft_data import training_chat_template
+from training.stance_metric import StanceAccuracy, StanceTracker, stance_card_line, stance_metrics
 
 Say = Callable[[str], None]
 
@@ -42,6 +43,7 @@ class DPOResult:
     seconds: float
     train_pairs: dict[str, int]
     dev_pairs: dict[str, int]
+    stance: StanceAccuracy | None = None
 
 
 def load_pairs(config: DPORunConfig) -> tuple[list[PreferencePair], list[PreferencePair]]:
@@ -103,24 +105,56 @@ def build_dpo_trainer(
         beta=config.beta,
         loss_type=[config.loss_type],
         truncation_mode="keep_end",
+        # TRL turns checkpointing on by default; on a CPU it costs time, not needed memory
+        activation_checkpointing=config.activation_checkpointing,
+        # grouped runs read the pairs in the order built below, which is already shuffled
+        train_sampling_strategy="sequential" if config.group_by_length else "random",
     )
     columns = ("prompt", "chosen", "rejected")
 
-    def dataset(pairs: list[PreferencePair]) -> Any:
+    def dataset(pairs: list[PreferencePair], grouped: bool = False) -> Any:
         rows = [p.to_row() for p in pairs]
+        if grouped:
+            lengths = [_text_length(r) for r in rows]
+            rows = [rows[i] for i in length_grouped_order(lengths, config.batch_size, config.seed)]
         return Dataset.from_list([{k: r[k] for k in columns} for r in rows])
 
     trainer = DPOTrainer(
         model=policy,
         ref_model=reference,
         args=args,
-        train_dataset=dataset(train),
+        train_dataset=dataset(train, grouped=config.group_by_length),
         eval_dataset=dataset(dev) if evaluate else None,
         processing_class=tokenizer,
         peft_config=peft_config,
         callbacks=list(callbacks),
     )
     return trainer, step_counts(train), step_counts(dev)
+
+
+def _text_length(row: dict[str, Any]) -> int:
+    """Characters of the prompt and the longer reply: what sorting pairs into batches of
+    similar padded length needs (tokens would order them the same way, near enough)."""
+    prompt = sum(len(m["content"]) for m in row["prompt"])
+    return prompt + max(len(row["chosen"][0]["content"]), len(row["rejected"][0]["content"]))
+
+
+def length_grouped_order(lengths: Sequence[int], size: int, seed: int) -> list[int]:
+    """A seeded random order of the rows in which each run of `size` rows (one batch) holds
+    rows of similar length: rows are shuffled, sorted by length within windows of 50 batches,
+    cut into batches, and the batches shuffled. Padding shrinks; the order stays random."""
+    import random
+
+    rng = random.Random(f"{seed}/dpo-order")
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    window = size * 50
+    grouped: list[int] = []
+    for start in range(0, len(order), window):
+        grouped += sorted(order[start : start + window], key=lambda i: lengths[i])
+    batches = [grouped[i : i + size] for i in range(0, len(grouped), size)]
+    rng.shuffle(batches)
+    return [i for batch in batches for i in batch]
 
 
 def train_dpo(
@@ -133,9 +167,11 @@ def train_dpo(
     config.validate()
     start = time.perf_counter()
     pairs = load_pairs(config)  # before anything in output_dir is replaced
+    stance = StanceTracker.from_config(config, config.data.removeprefix("pack:"), say)
     checkpoints = _prepare_output(config, say, kind="DPO")
     out = checkpoints.parent
     resume = _last_checkpoint(checkpoints)
+    callbacks = [*callbacks, *([stance.callback()] if stance else [])]
     trainer, train_counts, dev_counts = build_dpo_trainer(config, checkpoints, callbacks, pairs)
     say(f"train pairs {train_counts}; dev pairs {dev_counts}")
     if resume:
@@ -144,6 +180,11 @@ def train_dpo(
     trainer.model.save_pretrained(str(out), safe_serialization=True)
     trainer.processing_class.save_pretrained(str(out))
     state = trainer.state
+    final = (
+        stance.final(trainer.model, trainer.processing_class, state.global_step, state.log_history)
+        if stance
+        else None
+    )
     result = DPOResult(
         output_dir=out,
         global_step=state.global_step,
@@ -152,8 +193,10 @@ def train_dpo(
         seconds=time.perf_counter() - start,
         train_pairs=train_counts,
         dev_pairs=dev_counts,
+        stance=final,
     )
     metrics = _metrics(config, result, state.log_history)
+    metrics.update(stance_metrics(state.log_history, final, state.global_step))
     finish_output(out, checkpoints, model_card(config, metrics), metrics, config.keep_checkpoints)
     return result
 
@@ -201,8 +244,9 @@ def model_card(config: DPORunConfig, metrics: dict[str, Any]) -> str:
         f"- dev preference accuracy (chosen reward > rejected): "
         f"{'n/a' if acc is None else f'{acc:.3f}'}\n"
         f"- pairs: train {metrics['train_pairs']}, dev {metrics['dev_pairs']}\n"
-        f"- time: {metrics['seconds']} s\n\n"
-        "Preference accuracy measures the pairs, not the bot's behaviour: measure the bot with "
+        f"- time: {metrics['seconds']} s\n"
+        + "".join(f"{line}\n" for line in [stance_card_line(metrics)] if line)
+        + "\nPreference accuracy measures the pairs, not the bot's behaviour: measure the bot with "
         "`moralsim simulate` (or `moralsim eval`) on the test split and read its answers.\n\n"
         "Load it like any adapter: `moralsim chat --model BASE --adapter THIS_FOLDER`.\n"
     )

@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from training.dpo_pairs import STEPS
-from training.sft_config import CHAT_TEMPLATE_CHOICES, SFTConfigError, preset_values
+from training.sft_config import (
+    CHAT_TEMPLATE_CHOICES,
+    STANCE_HELP,
+    SFTConfigError,
+    check_stance_keys,
+    preset_values,
+)
 
 LOSS_TYPES = ("sigmoid", "ipo", "hinge")
 
@@ -60,10 +66,19 @@ class DPORunConfig:
     max_steps: int = _f(-1, "Optimisation steps; > 0 overrides num_train_epochs.")
     batch_size: int = _f(8, "Pairs per forward pass.")
     gradient_accumulation_steps: int = _f(1, "Forward passes per optimisation step.")
+    group_by_length: bool = _f(
+        True, "Batch pairs of similar length together: less padding, much faster on a CPU."
+    )
+    activation_checkpointing: bool = _f(
+        False, "Recompute activations in the backward pass: less memory, ~1.6x slower on CPU."
+    )
     seed: int = _f(0, "Seed for LoRA initialisation, data order and the pairs' phrases.")
     eval_steps: int = _f(25, "Evaluate on dev pairs every N steps (0 = never).")
     save_steps: int | None = _f(None, "Checkpoint every N steps (null = every eval_steps).")
     logging_steps: int = _f(5, "Log the training loss every N steps.")
+    stance_eval_questions: int = _f(0, STANCE_HELP["stance_eval_questions"])
+    stance_judge: str = _f("agreement-minilm", STANCE_HELP["stance_judge"])
+    stance_max_new_tokens: int = _f(48, STANCE_HELP["stance_max_new_tokens"])
     output_dir: str = _f("models/moral-dpo", "Folder for the adapter, model card and metrics.")
     overwrite: bool = _f(False, "Replace a finished run in output_dir instead of refusing.")
     keep_checkpoints: bool = _f(False, "Keep output_dir/checkpoints after a finished run.")
@@ -113,6 +128,7 @@ class DPORunConfig:
             raise SFTConfigError(f"'chat_template' must be one of {CHAT_TEMPLATE_CHOICES}")
         if not self.output_dir.strip():
             raise SFTConfigError("'output_dir' is empty")
+        check_stance_keys(self)
         return self
 
 

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from evaluators.agreement import ROT_DIRECTION_KEY
 from evaluators.agreement_format import AGREEMENT_LABELS, format_qa
 from scenarios.types import AgreementExample
 from training.classification_metrics import ClassificationReport, classification_report
@@ -84,6 +85,15 @@ class ScorerTrainingConfig:
             "help": "Counterfactual twins added per source (e.g. written: 1500): a seeded sample "
             "of its agree/disagree examples with the RoT's direction reversed and the label "
             "swapped, so the classifier must read which way the RoT points."
+        },
+    )
+    rot_direction: bool = field(
+        default=False,
+        metadata={
+            "help": "Read every answer against its RoT turned to recommend the act (\"It's "
+            'wrong to X" -> "It\'s good to X", agree and disagree swapped), so the classifier '
+            "judges the answer's stance on an act and never has to learn the RoT's sign flip "
+            "(scenarios.rot_direction); the scorer reads RoTs the same way."
         },
     )
     exclude_kinds: tuple[str, ...] = field(
@@ -231,6 +241,21 @@ def add_rot_flips(
     return out
 
 
+def recommending_form(examples: Sequence[AgreementExample]) -> list[AgreementExample]:
+    """Each example against its RoT turned to recommend the act, agree/disagree swapped where
+    the RoT forbids it: the same facts, with the RoT's sign taken out of what is learned."""
+    from dataclasses import replace as with_fields
+
+    from scenarios.rot_direction import SWAPPED_LABEL, rot_direction
+
+    out = []
+    for e in examples:
+        direction = rot_direction(e.rot)
+        label = SWAPPED_LABEL[e.label] if direction.forbids else e.label
+        out.append(with_fields(e, rot=direction.recommending, label=label))  # type: ignore[arg-type]
+    return out
+
+
 def _batches(items: Sequence[AgreementExample], size: int) -> list[Sequence[AgreementExample]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
@@ -325,6 +350,9 @@ def train_agreement_classifier(
     ]
     train = mix_sources(train, cfg.source_repeats, cfg.source_caps, cfg.seed)
     train = add_rot_flips(train, cfg.rot_flips, cfg.seed)
+    if cfg.rot_direction:
+        train, dev = recommending_form(train), recommending_form(dev)
+        test = recommending_form(test) if test else test
     if not train or not dev:
         raise ValueError("scorer training needs non-empty train and dev examples")
     start = time.perf_counter()
@@ -341,12 +369,14 @@ def train_agreement_classifier(
         )
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    setattr(model.config, ROT_DIRECTION_KEY, cfg.rot_direction)
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     seconds = time.perf_counter() - start
     metrics = {
         "task": "answer-rot agreement (agree / neutral / disagree)",
-        "input": '("Q: {question} A: {answer}", rot)',
+        "input": '("Q: {question} A: {answer}", rot)'
+        + (" with the RoT in its recommending form" if cfg.rot_direction else ""),
         "base_model": cfg.base_model,
         "best_epoch": fit.best_epoch,
         "train_examples": len(train),

@@ -20,32 +20,22 @@ from typing import Any
 import numpy as np
 
 
-def moral_stories_pairwise(model: Any, tokenizer: Any, pairs: list[Any], max_length: int) -> float:
-    """Pairwise accuracy of the model being trained (no saving, no reloading)."""
-    import torch
+def moral_stories_pairwise(
+    model: Any, tokenizer: Any, pairs: list[Any], max_length: int, rot_direction: bool = False
+) -> float:
+    """Pairwise accuracy of the model being trained (no saving, no reloading); its id2label is
+    agree, neutral, disagree."""
+    from evaluators.agreement import AgreementItem, agreement_score, cross_encoder_probabilities
 
-    from evaluators.agreement_format import format_qa
+    def scores(actions: list[str]) -> np.ndarray:
+        items = [AgreementItem("", a, p.norm) for a, p in zip(actions, pairs, strict=True)]
+        probs = cross_encoder_probabilities(
+            model, tokenizer, items, max_length=max_length, rot_direction=rot_direction
+        )
+        return agreement_score(probs)
 
-    def scores(actions: list[str], norms: list[str]) -> np.ndarray:
-        out = []
-        model.eval()
-        with torch.no_grad():
-            for start in range(0, len(actions), 64):
-                enc = tokenizer(
-                    [format_qa("", a) for a in actions[start : start + 64]],
-                    norms[start : start + 64],
-                    truncation="longest_first",
-                    max_length=max_length,
-                    padding=True,
-                    return_tensors="pt",
-                )
-                p = torch.softmax(model(**enc).logits.double(), -1).numpy()
-                out.append(p[:, 0] - p[:, 2])  # id2label is agree, neutral, disagree
-        return np.concatenate(out)
-
-    norms = [p.norm for p in pairs]
-    follow = scores([p.follow for p in pairs], norms)
-    break_ = scores([p.break_ for p in pairs], norms)
+    follow = scores([p.follow for p in pairs])
+    break_ = scores([p.break_ for p in pairs])
     return float(np.mean(follow > break_))
 
 
@@ -93,6 +83,11 @@ def main(argv: list[str] | None = None) -> None:
         default="",
         help="RoT-reversed twins added per source (counterfactual pairs), e.g. written=1500.",
     )
+    parser.add_argument(
+        "--rot-direction",
+        action="store_true",
+        help="Read answers against recommending-form RoTs (agree/disagree swapped back).",
+    )
     args = parser.parse_args(argv)
 
     from evaluators.agreement import AgreementScorer
@@ -132,6 +127,7 @@ def main(argv: list[str] | None = None) -> None:
         source_caps=_pairs(args.cap),
         rot_flips=_pairs(args.flip),
         base_model=args.base_model,
+        rot_direction=args.rot_direction,
     )
     result = train_agreement_classifier(
         train,
@@ -142,7 +138,9 @@ def main(argv: list[str] | None = None) -> None:
         progress=lambda m: print(m, flush=True),
         show_bar=False,
         on_epoch=lambda model, tok, _: {
-            "moral_stories_pairwise": moral_stories_pairwise(model, tok, pairs, args.max_length)
+            "moral_stories_pairwise": moral_stories_pairwise(
+                model, tok, pairs, args.max_length, args.rot_direction
+            )
         },
     )
     scorer = AgreementScorer(str(args.out))

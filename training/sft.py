@@ -23,6 +23,7 @@ from typing import Any
 
 from training.sft_config import RESUMABLE_CHANGES, SFTConfigError, SFTRunConfig, config_dict
 from training.sft_data import SplitStats, tokenize_split, training_chat_template
+from training.stance_metric import StanceAccuracy, StanceTracker, stance_card_line, stance_metrics
 
 Say = Callable[[str], None]
 RUN_CONFIG = "run_config.json"
@@ -41,6 +42,7 @@ class SFTResult:
     seconds: float
     train_stats: SplitStats
     dev_stats: SplitStats | None
+    stance: StanceAccuracy | None = None
 
 
 def _quiet(message: str) -> None:
@@ -297,9 +299,11 @@ def train_sft(
     force_offline()
     config.validate()
     start = time.perf_counter()
+    stance = StanceTracker.from_config(config, None, say)  # judge checked before any model
     checkpoints = _prepare_output(config, say)
     out = checkpoints.parent
     resume = _last_checkpoint(checkpoints)
+    callbacks = [*callbacks, *([stance.callback()] if stance else [])]
     trainer, train_stats, dev_stats = build_trainer(config, checkpoints, say, callbacks)
     if resume:
         say(f"resuming from {resume}")
@@ -309,6 +313,12 @@ def train_sft(
     trainer.processing_class.save_pretrained(str(out))
     state = trainer.state
     best_step = _step_of(state.best_model_checkpoint)
+    saved_step = best_step if best_step is not None else state.global_step
+    final = (
+        stance.final(trainer.model, trainer.processing_class, saved_step, state.log_history)
+        if stance
+        else None
+    )
     result = SFTResult(
         output_dir=out,
         global_step=state.global_step,
@@ -319,11 +329,13 @@ def train_sft(
         seconds=time.perf_counter() - start,
         train_stats=train_stats,
         dev_stats=dev_stats,
+        stance=final,
     )
     base_path = str(resolve_model(config.base_model).path)
     steps_run = state.global_step - (_step_of(resume) or 0)
     train_seconds = output.metrics.get("train_runtime")
     metrics = _metrics(config, result, state.log_history, base_path, train_seconds, steps_run)
+    metrics.update(stance_metrics(state.log_history, final, saved_step))
     finish_output(out, checkpoints, model_card(config, metrics), metrics, config.keep_checkpoints)
     return result
 
@@ -414,6 +426,7 @@ def model_card(config: SFTRunConfig, metrics: dict[str, Any]) -> str:
         f"- Dev rows per flow (evaluated): {counts('dev')}",
         f"- Steps: {metrics['global_step']}; final train loss: {_fmt(metrics['train_loss'])}",
         f"- Best dev loss: {_fmt(best)} (step {metrics['best_step']})",
+        *filter(None, [stance_card_line(metrics)]),
         f"- Finished: {metrics['finished']}; {metrics['seconds']:.0f} s in all, "
         f"{metrics['seconds_per_step']} s per step (evaluations included)"
         + (f" (resumed from {metrics['resumed_from']})" if metrics["resumed_from"] else ""),

@@ -18,7 +18,11 @@ CHAT_TEMPLATE_CHOICES = ("auto", "chatml", "plain")
 
 # Keys that may change between an interrupted run and its continuation: lengthening a run is
 # the point of resuming; anything else would mix two recipes in one adapter.
-RESUMABLE_CHANGES = frozenset({"max_steps", "num_train_epochs", "overwrite", "keep_checkpoints"})
+# Stance accuracy only measures the adapter, so it may be switched on or off when resuming.
+RESUMABLE_CHANGES = frozenset(
+    {"max_steps", "num_train_epochs", "overwrite", "keep_checkpoints"}
+    | {"stance_eval_questions", "stance_judge", "stance_max_new_tokens"}
+)
 
 
 class SFTConfigError(ValueError):
@@ -27,6 +31,34 @@ class SFTConfigError(ValueError):
 
 def _f(default: Any, help: str) -> Any:
     return field(default=default, metadata={"help": help})
+
+
+STANCE_HELP = {
+    "stance_eval_questions": (
+        "Stance accuracy on the first N dev-split questions of the pack, at every evaluation "
+        "and at the end: the share of greedy first answers the judge reads as taking the "
+        "RoT's side (0 = off)."
+    ),
+    "stance_judge": (
+        "Agreement scorer that reads the answers' stance (an evaluators.agreement_model spec); "
+        "stance accuracy is only as valid as its scorer card."
+    ),
+    "stance_max_new_tokens": "Most tokens of each first answer generated for stance accuracy.",
+}
+
+
+def check_stance_keys(config: Any) -> None:
+    """The stance-accuracy keys SFT and DPO configs share; raises SFTConfigError naming one."""
+    if config.stance_eval_questions < 0:
+        raise SFTConfigError(
+            f"'stance_eval_questions' must be >= 0 (0 = off), got {config.stance_eval_questions!r}"
+        )
+    if config.stance_max_new_tokens < 1:
+        raise SFTConfigError(
+            f"'stance_max_new_tokens' must be >= 1, got {config.stance_max_new_tokens!r}"
+        )
+    if config.stance_eval_questions and not config.stance_judge.strip():
+        raise SFTConfigError("'stance_judge' is empty: name an agreement scorer")
 
 
 @dataclass
@@ -94,6 +126,9 @@ class SFTRunConfig:
         "resumes from the last checkpoint.",
     )
     logging_steps: int = _f(10, "Log the training loss every N steps.")
+    stance_eval_questions: int = _f(0, STANCE_HELP["stance_eval_questions"])
+    stance_judge: str = _f("agreement-minilm", STANCE_HELP["stance_judge"])
+    stance_max_new_tokens: int = _f(48, STANCE_HELP["stance_max_new_tokens"])
     output_dir: str = _f("models/moral-bot", "Folder for the adapter, model card and metrics.")
     overwrite: bool = _f(False, "Replace a finished run in output_dir instead of refusing.")
     keep_checkpoints: bool = _f(False, "Keep output_dir/checkpoints after a finished run.")
@@ -156,6 +191,7 @@ class SFTRunConfig:
                 f"'save_steps' ({self.save_steps}) must be a multiple of 'eval_steps' "
                 f"({self.eval_steps}): the best checkpoint is chosen among evaluated ones"
             )
+        check_stance_keys(self)
         return self
 
 
@@ -193,6 +229,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "eval_steps": 25,
         "max_eval_samples": 48,
         "logging_steps": 5,
+        "stance_eval_questions": 32,
         "output_dir": "models/moral-smollm2",
     }
 }
