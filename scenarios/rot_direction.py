@@ -36,7 +36,7 @@ _FORBIDDING_VERDICT = re.compile(
 _FORBIDDING_MODAL = re.compile(
     r"^(?P<who>(?:[A-Z][\w'-]*|you)(?:\s+[\w'-]+){0,3}?)\s+"
     r"(?:should not|shouldn't|should never|must not|mustn't|ought not to|ought never to)\s+"
-    r"(?P<act>.+)$"
+    r"(?!have to\b|need to\b)(?P<act>.+)$"  # "shouldn't have to X" frees from X, not forbids it
 )
 _PROHIBITION = re.compile(r"^(?:Don't|Do not|Never)\s+(?P<act>.+)$")
 

@@ -174,3 +174,7 @@ def test_length_grouped_order_batches_similar_lengths_in_a_seeded_random_order()
     ]  # fmt: skip
     assert length_grouped_order(lengths, 2, 0) == order  # seeded
     assert any(length_grouped_order(lengths, 2, s) != order for s in range(1, 6))
+    # a short last batch stays last, so the full batches keep their boundaries
+    odd_lengths = [*lengths, 50]
+    odd = length_grouped_order(odd_lengths, size=2, seed=1)
+    assert sorted(odd) == list(range(9)) and odd_lengths[odd[-1]] == 103  # the lone longest

@@ -35,6 +35,7 @@ def test_a_forbidding_rot_is_turned_to_recommend_its_act(rot: str, recommending:
         "You don't have to lend money to relatives.",
         "If you take the last of the coffee, you should make more.",
         "Helping yourself to a colleague's lunch is theft.",
+        "You shouldn't have to pay for your own leaving party.",  # frees from it, not forbids
     ],
 )
 def test_any_other_rot_passes_through_as_recommending(rot: str) -> None:

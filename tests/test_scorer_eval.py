@@ -148,12 +148,10 @@ def test_cli_bad_data_is_one_line_and_loads_no_model(tmp_path: Path) -> None:
 def test_reference_figures_only_carry_over_to_a_reproducing_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dataclasses import asdict
-
     import training.scorer as scorer_module
 
     ref = tmp_path / "ref.json"
-    recipe = json.loads(json.dumps(asdict(scorer_module.DEFAULT_SCORER_RECIPE)))
+    recipe = scorer_module.recipe_key(scorer_module.DEFAULT_SCORER_RECIPE)
     ref.write_text(json.dumps({
         "recipe": recipe, "pack_dev_macro_f1": 0.774,
         "figures": {"moral-stories": {"kind": "pairs", "pairwise_accuracy": 0.5}},
@@ -165,3 +163,11 @@ def test_reference_figures_only_carry_over_to_a_reproducing_build(
     assert scorer_module.reference_figures(0.70) == {}  # another model: nothing carried over
     ref.write_text(json.dumps({"recipe": {**recipe, "epochs": 9}, "pack_dev_macro_f1": 0.774}))
     assert scorer_module.reference_figures(0.774) == {}  # another recipe
+
+
+def test_the_shipped_reference_figures_are_for_the_default_recipe() -> None:
+    """A recipe field added later must not orphan the developers' Moral Stories figures."""
+    from training.scorer import DEFAULT_SCORER_RECIPE, REFERENCE_FILE, recipe_key
+
+    shipped = json.loads(REFERENCE_FILE.read_text(encoding="utf-8"))
+    assert shipped["recipe"] == recipe_key(DEFAULT_SCORER_RECIPE)

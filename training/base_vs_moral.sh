@@ -16,8 +16,11 @@ COMMON=(--output-dir "$OUT" --seed 0 --num-dialogues 48
   --set probes.dit.dilemmas=2 --set probes.dit.orders=2 --set probes.prudence.questions=8)
 resume() { [ -s "$OUT/$1/dialogues.jsonl" ] && echo --resume || true; }
 
-[ -f "$ADAPTER/adapter_config.json" ] || moralsim train sft --preset moral-smollm2 --output-dir "$ADAPTER"
 [ -f "$JUDGE/scorer_card.json" ] || moralsim train scorer --independent --output "$JUDGE"
+# the judge comes first so that the SFT run's stance accuracy is read by it, not by a scorer
+# that has seen the SFT targets
+[ -f "$ADAPTER/adapter_config.json" ] || moralsim train sft --preset moral-smollm2 \
+  --set "stance_judge=$JUDGE" --output-dir "$ADAPTER"
 python simulate.py --name base "${COMMON[@]}" $(resume base)
 python simulate.py --name moral --set "bot.adapter=$ADAPTER" "${COMMON[@]}" $(resume moral)
 moralsim compare "$OUT/base" "$OUT/moral"

@@ -142,7 +142,8 @@ def _text_length(row: dict[str, Any]) -> int:
 def length_grouped_order(lengths: Sequence[int], size: int, seed: int) -> list[int]:
     """A seeded random order of the rows in which each run of `size` rows (one batch) holds
     rows of similar length: rows are shuffled, sorted by length within windows of 50 batches,
-    cut into batches, and the batches shuffled. Padding shrinks; the order stays random."""
+    cut into batches, and the full batches shuffled. Padding shrinks; the order stays random.
+    The trainer reads it sequentially, so a run of several epochs reads it again each epoch."""
     import random
 
     rng = random.Random(f"{seed}/dpo-order")
@@ -153,8 +154,9 @@ def length_grouped_order(lengths: Sequence[int], size: int, seed: int) -> list[i
     for start in range(0, len(order), window):
         grouped += sorted(order[start : start + window], key=lambda i: lengths[i])
     batches = [grouped[i : i + size] for i in range(0, len(grouped), size)]
-    rng.shuffle(batches)
-    return [i for batch in batches for i in batch]
+    short = batches.pop() if batches and len(batches[-1]) < size else []
+    rng.shuffle(batches)  # the short batch stays last, so every batch boundary holds
+    return [i for batch in batches for i in batch] + short
 
 
 def train_dpo(
@@ -171,6 +173,8 @@ def train_dpo(
     checkpoints = _prepare_output(config, say, kind="DPO")
     out = checkpoints.parent
     resume = _last_checkpoint(checkpoints)
+    if stance:
+        stance.open()
     callbacks = [*callbacks, *([stance.callback()] if stance else [])]
     trainer, train_counts, dev_counts = build_dpo_trainer(config, checkpoints, callbacks, pairs)
     say(f"train pairs {train_counts}; dev pairs {dev_counts}")
@@ -196,7 +200,7 @@ def train_dpo(
         stance=final,
     )
     metrics = _metrics(config, result, state.log_history)
-    metrics.update(stance_metrics(state.log_history, final, state.global_step))
+    metrics.update(stance_metrics(state.log_history, final, state.global_step, stance))
     finish_output(out, checkpoints, model_card(config, metrics), metrics, config.keep_checkpoints)
     return result
 

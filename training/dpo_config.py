@@ -67,7 +67,9 @@ class DPORunConfig:
     batch_size: int = _f(8, "Pairs per forward pass.")
     gradient_accumulation_steps: int = _f(1, "Forward passes per optimisation step.")
     group_by_length: bool = _f(
-        True, "Batch pairs of similar length together: less padding, much faster on a CPU."
+        True,
+        "Batch pairs of similar length together: less padding, much faster on a CPU (the "
+        "seeded order is read again in each epoch).",
     )
     activation_checkpointing: bool = _f(
         False, "Recompute activations in the backward pass: less memory, ~1.6x slower on CPU."

@@ -21,7 +21,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from training.sft_config import RESUMABLE_CHANGES, SFTConfigError, SFTRunConfig, config_dict
+from training.sft_config import (
+    KEYS_ADDED_LATER,
+    RESUMABLE_CHANGES,
+    SFTConfigError,
+    SFTRunConfig,
+    config_dict,
+)
 from training.sft_data import SplitStats, tokenize_split, training_chat_template
 from training.stance_metric import StanceAccuracy, StanceTracker, stance_card_line, stance_metrics
 
@@ -118,7 +124,7 @@ def _prepare_output(config: Any, say: Say, kind: str = "SFT") -> Path:
         changed = sorted(
             k
             for k in set(before) | set(now)
-            if k not in RESUMABLE_CHANGES and before.get(k) != now.get(k)
+            if k not in RESUMABLE_CHANGES and before.get(k, KEYS_ADDED_LATER.get(k)) != now.get(k)
         )
         if changed:
             raise SFTConfigError(
@@ -303,6 +309,8 @@ def train_sft(
     checkpoints = _prepare_output(config, say)
     out = checkpoints.parent
     resume = _last_checkpoint(checkpoints)
+    if stance:
+        stance.open()
     callbacks = [*callbacks, *([stance.callback()] if stance else [])]
     trainer, train_stats, dev_stats = build_trainer(config, checkpoints, say, callbacks)
     if resume:
@@ -335,7 +343,7 @@ def train_sft(
     steps_run = state.global_step - (_step_of(resume) or 0)
     train_seconds = output.metrics.get("train_runtime")
     metrics = _metrics(config, result, state.log_history, base_path, train_seconds, steps_run)
-    metrics.update(stance_metrics(state.log_history, final, saved_step))
+    metrics.update(stance_metrics(state.log_history, final, saved_step, stance))
     finish_output(out, checkpoints, model_card(config, metrics), metrics, config.keep_checkpoints)
     return result
 

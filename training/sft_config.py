@@ -22,7 +22,11 @@ CHAT_TEMPLATE_CHOICES = ("auto", "chatml", "plain")
 RESUMABLE_CHANGES = frozenset(
     {"max_steps", "num_train_epochs", "overwrite", "keep_checkpoints"}
     | {"stance_eval_questions", "stance_judge", "stance_max_new_tokens"}
+    | {"activation_checkpointing"}  # the same gradients, computed with less memory
 )
+# Keys a run saved before they existed did not have, with the behaviour it had then: a DPO run
+# saved before `group_by_length` read its pairs in random order, so resuming it needs false.
+KEYS_ADDED_LATER: dict[str, Any] = {"group_by_length": False}
 
 
 class SFTConfigError(ValueError):
@@ -214,6 +218,9 @@ def config_dict(config: SFTRunConfig) -> dict[str, Any]:
 # which leaves ~7 min (about 50%) for longer rows (RIL contexts) or a slower machine.
 # Measured with the RIL rows in (1,565 train rows, 197k tokens): 7.05 s/step, 712 s in all on
 # 2 cores (2026-11-29). 100 x 8 = 800 rows, about half a pass over the train discussions.
+# Stance accuracy (32 dev questions, greedy, up to 48 new tokens, at each of the 4 evaluations)
+# adds 4 generation rounds; with it the preset took 1,214 s on 2026-12-01, a day the same
+# machine ran its steps at ~12 s instead of ~7 s.
 PRESETS: dict[str, dict[str, Any]] = {
     "moral-smollm2": {
         "base_model": "smollm2-135m-instruct",

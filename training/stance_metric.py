@@ -230,14 +230,15 @@ class StanceTracker:
     @classmethod
     def from_config(cls, config: Any, pack: str | None, say: Say) -> StanceTracker | None:
         """None when `stance_eval_questions` is 0; otherwise checks the judge spec and loads
-        the questions before opening the judge (no trained model is loaded here)."""
+        the questions. Nothing is loaded: `open()` loads the judge once the output folder is
+        accepted (an unbuilt embedded judge is built then)."""
         if config.stance_eval_questions == 0:
             return None
         check_stance_judge(config.stance_judge)
         pairs = dev_pairs(pack or pack_of(config.data), config.stance_eval_questions, say)
         return cls(
             pairs,
-            open_judge(config.stance_judge),
+            None,
             config.stance_judge,
             max_new_tokens=config.stance_max_new_tokens,
             batch_size=config.batch_size,
@@ -245,7 +246,12 @@ class StanceTracker:
             say=say,
         )
 
+    def open(self) -> None:
+        if self.scorer is None:
+            self.scorer = open_judge(self.judge)
+
     def measure(self, model: Any, tokenizer: Any) -> StanceAccuracy:
+        self.open()
         return stance_accuracy(
             model,
             tokenizer,
@@ -268,7 +274,9 @@ class StanceTracker:
             def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
                 result = tracker.measure(kwargs["model"], kwargs["processing_class"])
                 tracker.say(result.line(f"step {state.global_step}"))
-                state.log_history.append(_log_entry(result, state.global_step))
+                state.log_history.append(
+                    _log_entry(result, state.global_step, tracker.max_new_tokens)
+                )
 
         return StanceCallback()
 
@@ -289,30 +297,41 @@ class StanceTracker:
         return result
 
 
-def _log_entry(result: StanceAccuracy, step: int) -> dict[str, Any]:
+def _log_entry(result: StanceAccuracy, step: int, max_new_tokens: int) -> dict[str, Any]:
     return {
         **{LOG_PREFIX + k: getattr(result, k) for k in FIELDS},
         "stance_judge": result.judge,
+        "stance_max_new_tokens": max_new_tokens,
         "step": step,
     }
 
 
 def _matches(entry: dict[str, Any], tracker: StanceTracker) -> bool:
-    return entry.get("stance_judge") == tracker.judge and entry.get("stance_n") == len(
-        tracker.pairs
+    """Measured with this tracker's judge, questions and reply length (a resumed run may
+    have changed them: earlier measurements are then not part of its curve)."""
+    return (
+        entry.get("stance_judge") == tracker.judge
+        and entry.get("stance_n") == len(tracker.pairs)
+        and entry.get("stance_max_new_tokens") == tracker.max_new_tokens
     )
 
 
 def stance_metrics(
-    log_history: Sequence[dict[str, Any]], final: StanceAccuracy | None, step: int | None
+    log_history: Sequence[dict[str, Any]],
+    final: StanceAccuracy | None,
+    step: int | None,
+    tracker: StanceTracker | None = None,
 ) -> dict[str, Any]:
-    """metrics.json's `stance_curve` (one entry per evaluation), `stance_final` (the saved
-    weights, with the step they are from) and `stance_judge_card` (the key figures and warning
-    of the judge's scorer card); empty when stance accuracy was off."""
+    """metrics.json's `stance_curve` (one entry per evaluation with the tracker's settings),
+    `stance_final` (the saved weights, with the step they are from) and `stance_judge_card`
+    (the key figures and warning of the judge's scorer card); empty when stance accuracy was
+    off."""
     curve = [
         {"step": e["step"], **{k: e[LOG_PREFIX + k] for k in FIELDS[:4]}}
         for e in log_history
-        if LOG_PREFIX + "accuracy" in e and "step" in e
+        if LOG_PREFIX + "accuracy" in e
+        and "step" in e
+        and (tracker is None or _matches(e, tracker))
     ]
     card = None
     if final is not None:
