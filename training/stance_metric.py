@@ -204,28 +204,19 @@ def open_judge(spec: str) -> Any:
         raise SFTConfigError(f"'stance_judge': {exc}") from None
 
 
+@dataclass
 class StanceTracker:
     """Stance accuracy of the model in training: at every evaluation (a TrainerCallback) and
-    for the saved weights at the end, on fixed questions, by one judge."""
+    for the saved weights at the end, on fixed questions, by one judge (`scorer` is None until
+    `open()` loads it)."""
 
-    def __init__(
-        self,
-        pairs: Sequence[tuple[str, str]],
-        scorer: Any,
-        judge: str,
-        *,
-        max_new_tokens: int,
-        batch_size: int,
-        max_context_tokens: int,
-        say: Say,
-    ) -> None:
-        self.pairs = list(pairs)
-        self.scorer = scorer
-        self.judge = judge
-        self.max_new_tokens = max_new_tokens
-        self.batch_size = batch_size
-        self.max_context_tokens = max_context_tokens
-        self.say = say
+    pairs: list[tuple[str, str]]
+    scorer: Any
+    judge: str
+    max_new_tokens: int
+    batch_size: int
+    max_context_tokens: int
+    say: Say
 
     @classmethod
     def from_config(cls, config: Any, pack: str | None, say: Say) -> StanceTracker | None:
