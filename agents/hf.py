@@ -15,6 +15,7 @@ from typing import Any
 
 from agents.base import AgentInfo, GenerationSettings, History, system_text
 from agents.models import ModelError, check_adapter_folder, load_chat_model
+from agents.placement import Placement, placement_record, resolve_placement
 from scenarios.records import Turn
 from scenarios.registry import AGENTS
 
@@ -84,19 +85,28 @@ class TransformersAgent:
         max_context_tokens: int = 1024,
         generation: GenerationSettings | None = None,
         batch_size: int = 16,
-        device: str = "cpu",
+        device: str = "auto",
+        dtype: str = "auto",
     ) -> None:
         import torch
 
         self._torch = torch
-        self.model, self.tokenizer, kind = load_chat_model(model, device=device)
+        self.placement = resolve_placement(device, dtype, prefix="bot.")
+        self.model, self.tokenizer, kind = load_chat_model(model, placement=self.placement)
         self.seq2seq = kind == "seq2seq-lm"
         if adapter:
             self.model = _with_adapter(self.model, adapter, merge)
-            self.model.to(device).eval()
+            self.model.to(self.placement.device, self.placement.torch_dtype).eval()
             self.tokenizer = _adapter_tokenizer(adapter, self.tokenizer)
-        self._settle(device, system_prompt, rots, max_context_tokens, generation, batch_size)
-        self.info = AgentInfo(model=model, adapter=adapter, backend="transformers")
+        self._settle(
+            self.placement.device, system_prompt, rots, max_context_tokens, generation, batch_size
+        )
+        self.info = AgentInfo(
+            model=model,
+            adapter=adapter,
+            backend="transformers",
+            extra=placement_record(self.placement),
+        )
 
     @classmethod
     def from_loaded(
@@ -117,8 +127,9 @@ class TransformersAgent:
         agent.model, agent.tokenizer, agent.seq2seq = model, tokenizer, False
         if tokenizer.pad_token is None:  # as for an adapter's tokenizer
             tokenizer.pad_token = tokenizer.eos_token
-        device = str(next(model.parameters()).device)
-        agent._settle(device, None, (), max_context_tokens, None, batch_size)
+        weights = next(model.parameters())
+        agent.placement = Placement(str(weights.device), str(weights.dtype).removeprefix("torch."))
+        agent._settle(agent.placement.device, None, (), max_context_tokens, None, batch_size)
         agent.info = AgentInfo(model=label, backend="transformers")
         return agent
 

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from agents.placement import CPU, Placement
+
 ModelKind = Literal["causal-lm", "seq2seq-lm", "encoder", "sentence-encoder", "sequence-classifier"]
 MARKER = "moralsim-model.json"
 _HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
@@ -464,11 +466,11 @@ def load_chat_model(
     *,
     kinds: tuple[ModelKind, ...] = ("causal-lm", "seq2seq-lm"),
     what: str = "chat model",
-    device: str = "cpu",
+    placement: Placement = CPU,
 ) -> tuple[Any, Any, ModelKind]:
-    """(model, tokenizer, kind) for a generative spec: fp32, eval mode, left-padded tokenizer."""
+    """(model, tokenizer, kind) for a generative spec on `placement` (device and precision),
+    eval mode, left-padded tokenizer."""
     force_offline()
-    import torch
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     resolved = resolve_model(spec)
@@ -478,26 +480,30 @@ def load_chat_model(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     loader = AutoModelForSeq2SeqLM if resolved.kind == "seq2seq-lm" else AutoModelForCausalLM
-    model = loader.from_pretrained(resolved.path, dtype=torch.float32, use_safetensors=True)
-    model.to(device)
+    model = loader.from_pretrained(resolved.path, dtype=placement.torch_dtype, use_safetensors=True)
+    model.to(placement.device)
     model.eval()
     return model, tokenizer, resolved.kind
 
 
-def load_causal_lm(spec: str, *, device: str = "cpu") -> tuple[Any, Any]:
+def load_causal_lm(spec: str, *, placement: Placement = CPU) -> tuple[Any, Any]:
     """Load (model, tokenizer) for a causal LM spec, in eval mode, left-padded for batching."""
     model, tokenizer, _ = load_chat_model(
-        spec, kinds=("causal-lm",), what="causal LM", device=device
+        spec, kinds=("causal-lm",), what="causal LM", placement=placement
     )
     return model, tokenizer
 
 
-def load_sentence_encoder(spec: str = "minilm-l6", *, device: str = "cpu") -> Any:
-    """Load a sentence-transformers encoder from a spec (folder or embedded name)."""
+def load_sentence_encoder(spec: str = "minilm-l6", *, placement: Placement = CPU) -> Any:
+    """Load a sentence-transformers encoder from a spec (folder or embedded name) on
+    `placement`."""
     force_offline()
     from sentence_transformers import SentenceTransformer
 
     resolved = resolve_model(spec)
     if resolved.kind not in ("sentence-encoder", "encoder"):
         raise ModelError(f"model '{spec}' at {resolved.path} is a {resolved.kind}, not an encoder")
-    return SentenceTransformer(str(resolved.path), device=device)
+    encoder = SentenceTransformer(str(resolved.path), device=placement.device)
+    if placement.dtype != "float32":
+        encoder.to(placement.torch_dtype)
+    return encoder

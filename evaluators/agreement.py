@@ -34,14 +34,24 @@ class AgreementScorer:
         model: local folder or embedded name (default `agreement-minilm`, trained on first use).
         batch_size: pairs per forward pass.
         max_length: tokens per pair (longer pairs are truncated, longest segment first).
+        device, dtype: where it runs (agents.placement; auto: the GPU in bfloat16 if any).
     """
 
     name = "agreement"
 
     def __init__(
-        self, model: str = DEFAULT_AGREEMENT_MODEL, batch_size: int = 64, max_length: int = 256
+        self,
+        model: str = DEFAULT_AGREEMENT_MODEL,
+        batch_size: int = 64,
+        max_length: int = 256,
+        *,
+        device: str = "auto",
+        dtype: str = "auto",
     ) -> None:
         from agents.models import ModelError, force_offline, resolve_model
+        from agents.placement import resolve_placement
+
+        self.placement = resolve_placement(device, dtype, prefix="evaluators.")
 
         force_offline()
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -58,9 +68,9 @@ class AgreementScorer:
         self.max_length = max_length
         self._tokenizer = AutoTokenizer.from_pretrained(resolved.path)
         self._model = AutoModelForSequenceClassification.from_pretrained(
-            resolved.path, use_safetensors=True
+            resolved.path, use_safetensors=True, dtype=self.placement.torch_dtype
         )
-        self._model.eval()
+        self._model.to(self.placement.device).eval()
         self._columns = label_columns(self._model.config.id2label, str(resolved.path))
         self.rot_direction = reads_rot_direction(self._model.config)
 
@@ -134,8 +144,9 @@ def cross_encoder_probabilities(
                     max_length=max_length,
                     padding=True,
                     return_tensors="pt",
-                )
-                probs = torch.softmax(model(**enc).logits.double(), dim=-1).numpy()
+                ).to(model.device)
+                logits = model(**enc).logits.double()
+                probs = torch.softmax(logits, dim=-1).cpu().numpy()
                 out[chunk] = probs[:, list(columns)]
     finally:
         model.train(was_training)

@@ -82,13 +82,16 @@ def class_masses_from_top_logprobs(top: Sequence[dict[str, Any]]) -> list[float]
 class LocalJudge:
     """A local causal LM asked the judge question; P from the log-likelihood of each word."""
 
-    def __init__(self, model: str, batch_size: int = 8) -> None:
+    def __init__(
+        self, model: str, batch_size: int = 8, *, device: str = "auto", dtype: str = "auto"
+    ) -> None:
         from agents.hf import TransformersAgent
         from agents.models import resolve_model
 
         self.model_id = model
         self.path = resolve_model(model).path
-        self.agent = TransformersAgent(model, batch_size=batch_size)
+        self.agent = TransformersAgent(model, batch_size=batch_size, device=device, dtype=dtype)
+        self.placement = self.agent.placement
         if self.agent.seq2seq:
             raise JudgeError(f"{model}: the LLM judge needs a causal LM, not a seq2seq model")
 

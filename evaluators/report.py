@@ -49,7 +49,20 @@ def run_info(run_dir: Path) -> dict[str, Any]:
         "adapter": bot.get("adapter"),
         "pack": (config.get("scenarios") or {}).get("pack"),
         "split": (config.get("scenarios") or {}).get("split"),
+        "models": _models_ran(run_dir),
     }
+
+
+def _models_ran(run_dir: Path) -> str | None:
+    """Where the models ran, as the run wrote it (runtime.json); None for an older run."""
+    import json
+
+    try:
+        data = json.loads((run_dir / "runtime.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    models = data.get("models") if isinstance(data, dict) else None
+    return models if isinstance(models, str) else None
 
 
 def _validation_of(run_dir: Path) -> dict[str, Any] | None:

@@ -63,6 +63,7 @@ def _header(summary: Mapping[str, Any], title: str) -> str:
         ("run", run.get("name")),
         ("bot", bot),
         ("seed", run.get("seed")),
+        ("models ran", run.get("models")),
         ("date", run.get("date") or run.get("created")),
         ("dialogues", dialogues.get("total")),
     ]

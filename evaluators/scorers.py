@@ -37,9 +37,12 @@ def registered_scorer(spec: str) -> Any:
         return None
 
 
-def open_agreement_scorer(spec: str, batch_size: int = 64) -> Any:
+def open_agreement_scorer(
+    spec: str, batch_size: int = 64, *, device: str = "auto", dtype: str = "auto"
+) -> Any:
     """The scorer a spec names (a registered scorer, a classifier or causal-LM folder, an
-    endpoint); raises ModelError / ScorerSpecError / JudgeError with a reason."""
+    endpoint) on `device`/`dtype` where it loads a model; raises ModelError / ScorerSpecError
+    / JudgeError / PlacementError with a reason."""
     factory = registered_scorer(spec)
     if factory is not None:
         return factory()
@@ -59,9 +62,9 @@ def open_agreement_scorer(spec: str, batch_size: int = 64) -> Any:
         return EndpointJudge(endpoint)
     kind = resolve_model(spec).kind
     if kind == "sequence-classifier":
-        return AgreementScorer(spec, batch_size=batch_size)
+        return AgreementScorer(spec, batch_size=batch_size, device=device, dtype=dtype)
     if kind == "causal-lm":
-        return LocalJudge(spec)
+        return LocalJudge(spec, device=device, dtype=dtype)
     raise ScorerSpecError(
         f"agreement model '{spec}' is a {kind}: give a sequence-classifier folder (a trained "
         "agreement scorer), a causal-LM folder (used as an LLM judge) or openai:MODEL@BASE_URL"

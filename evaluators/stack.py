@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.placement import CPU, Placement
 from evaluators.agreement import DEFAULT_AGREEMENT_MODEL
 from evaluators.moraldial import MoralDialParams, MoralDialScorer
 from evaluators.safety import SafetyIndex
@@ -27,6 +28,8 @@ class Evaluators:
     encoder_id: str
     safety: SafetyIndex
     moraldial: MoralDialScorer
+    placement: Placement = CPU
+    """Where the encoder and a local scorer run."""
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return encode_normalized(self.encoder, texts)
@@ -43,16 +46,24 @@ def load_evaluators(
     embedding_model: str = "minilm-l6",
     safety_rots: Sequence[str] | None = None,
     params: MoralDialParams | None = None,
+    *,
+    device: str = "auto",
+    dtype: str = "auto",
 ) -> Evaluators:
-    """Load the encoder, the agreement scorer and the safety index (default: core pack RoTs)."""
+    """Load the encoder, the agreement scorer and the safety index (default: core pack RoTs),
+    both models on `device`/`dtype` (agents.placement)."""
     from agents.models import cache_dir, load_sentence_encoder
+    from agents.placement import resolve_placement
 
     if safety_rots is None:
         from scenarios.pack import load_pack
 
         safety_rots = [s.rot.text for s in load_pack("core").pack.safety_rots]
-    encoder = load_sentence_encoder(embedding_model)
-    agreement = open_agreement_scorer(agreement_model)
+    placement = resolve_placement(device, dtype, prefix="evaluators.")
+    encoder = load_sentence_encoder(embedding_model, placement=placement)
+    agreement = open_agreement_scorer(
+        agreement_model, device=placement.device, dtype=placement.dtype
+    )
     safety = SafetyIndex(
         safety_rots,
         lambda texts: encode_normalized(encoder, texts),
@@ -60,4 +71,4 @@ def load_evaluators(
         cache_dir() / "indexes",
     )
     moraldial = MoralDialScorer(agreement.probabilities, safety, params)
-    return Evaluators(agreement, encoder, embedding_model, safety, moraldial)
+    return Evaluators(agreement, encoder, embedding_model, safety, moraldial, placement)

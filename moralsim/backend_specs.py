@@ -12,15 +12,18 @@ from typing import Any
 from moralsim.config import BotConfig, RunConfig
 
 
-def agent_options(bot: BotConfig, generation: Any) -> dict[str, Any]:
+def agent_options(bot: BotConfig, generation: Any, device: str | None = None) -> dict[str, Any]:
     """The keyword arguments `bot.agent` is built with: each backend gets only the options it
-    takes (an endpoint has no adapter or context budget of ours; a local model no URL)."""
+    takes (an endpoint has no adapter or context budget of ours; a local model no URL).
+    `device` replaces bot.device where the runtime has settled it (see `actor_device`)."""
     shared = {"system_prompt": bot.system_prompt, "generation": generation}
     own: dict[str, dict[str, Any]] = {
         "transformers": {
             "adapter": bot.adapter,
             "batch_size": bot.batch_size,
             "max_context_tokens": bot.max_context_tokens,
+            "device": device or bot.device,
+            "dtype": bot.dtype,
         },
         "openai": {
             "base_url": bot.base_url,
@@ -33,8 +36,9 @@ def agent_options(bot: BotConfig, generation: Any) -> dict[str, Any]:
     return {**shared, **own.get(bot.agent, other)}
 
 
-def agent_spec(run: RunConfig) -> Any:
-    """The bot to load, as a picklable spec (built here, in a Ray actor or by `moralsim chat`)."""
+def agent_spec(run: RunConfig, on_ray: bool | None = None) -> Any:
+    """The bot to load, as a picklable spec (built here, in a Ray actor or by `moralsim chat`,
+    which passes on_ray=False: it always runs in its own process)."""
     from agents.base import GenerationSettings
     from simulators.ray_actors import AgentSpec
 
@@ -43,10 +47,12 @@ def agent_spec(run: RunConfig) -> Any:
         max_new_tokens=g.max_new_tokens, do_sample=g.do_sample, temperature=g.temperature,
         top_p=g.top_p, num_beams=g.num_beams, seed=run.seed,
     )  # fmt: skip
+    on_ray = run.runtime.ray if on_ray is None else on_ray
+    device = actor_device(run.bot.device, on_ray, run.runtime.bot_num_gpus)
     return AgentSpec(
         run.bot.agent,
         run.bot.model,
-        agent_options(run.bot, settings),
+        agent_options(run.bot, settings, device),
         response_cache=run.bot.response_cache,
         plugins=tuple(run.plugins),
     )
@@ -120,12 +126,15 @@ def evaluator_and_agent_specs(run: RunConfig, safety_rots: list[str]) -> tuple[A
         revision_lambda=run.evaluators.revision_lambda,
         safety_k=run.evaluators.safety_k,
     )
+    e, r = run.evaluators, run.runtime
     evaluators = EvaluatorSpec(
-        run.evaluators.agreement_model,
-        run.evaluators.embedding_model,
+        e.agreement_model,
+        e.embedding_model,
         tuple(safety_rots) if safety_rots else None,
         params,
         plugins=tuple(run.plugins),
+        device=actor_device(e.device, r.ray, r.evaluator_num_gpus),
+        dtype=e.dtype,
     )
     return agent_spec(run), evaluators
 
@@ -143,12 +152,64 @@ def ray_options(run: RunConfig) -> Any:
         evaluator_replicas=r.evaluator_replicas,
         bot_num_cpus=r.bot_num_cpus,
         evaluator_num_cpus=r.evaluator_num_cpus,
+        bot_num_gpus=r.bot_num_gpus,
+        evaluator_num_gpus=r.evaluator_num_gpus,
         bot_threads=r.bot_threads,
         evaluator_threads=r.evaluator_threads,
         max_wait_ms=r.max_wait_ms,
         max_concurrent_dialogues=r.max_concurrent_dialogues,
         max_retries=r.max_retries,
     )
+
+
+def actor_device(device: str, on_ray: bool, num_gpus: float) -> str:
+    """The device a component is built with. In process it is the configured one. Under Ray
+    an actor may see GPUs it did not reserve (they belong to other actors), so there `auto`
+    means the GPU only when the actor reserved some (runtime.*_num_gpus > 0)."""
+    if not on_ray or device != "auto":
+        return device
+    return "cuda" if num_gpus > 0 else "cpu"
+
+
+def placement_problem(run: RunConfig, on_ray: bool | None = None) -> str | None:
+    """Why the run's devices cannot work (one line), checked before any model loads, or None.
+
+    In process the GPUs are this machine's, so each placement is resolved here. Under Ray they
+    are the workers': a component on CUDA must reserve GPUs (an actor sees only those) and
+    names no index beyond them; the cluster's GPU count is checked once Ray is up.
+    """
+    from agents.placement import PlacementError, resolve_placement
+
+    on_ray = run.runtime.ray if on_ray is None else on_ray
+    sections = [("evaluators", run.evaluators, run.runtime.evaluator_num_gpus)]
+    if local_bot_model(run) is not None and run.bot.agent == "transformers":
+        sections.insert(0, ("bot", run.bot, run.runtime.bot_num_gpus))
+    for name, section, gpus in sections:
+        if on_ray:
+            problem = _ray_placement_problem(name, section.device, gpus)
+            if problem:
+                return problem
+            continue
+        try:
+            resolve_placement(section.device, section.dtype, prefix=f"{name}.")
+        except PlacementError as exc:
+            return str(exc)
+    return None
+
+
+def _ray_placement_problem(name: str, device: str, gpus: float) -> str | None:
+    key = "bot_num_gpus" if name == "bot" else "evaluator_num_gpus"
+    if device.startswith("cuda") and gpus <= 0:
+        return (
+            f"{name}.device is {device}, but runtime.{key} is 0: a Ray actor sees only the GPUs "
+            f"it reserves; set runtime.{key} (1 for a GPU each, 0.5 to share one)"
+        )
+    if device.startswith("cuda:") and int(device.partition(":")[2]) > 0:
+        return (
+            f"{name}.device is {device}, but each Ray actor numbers its own reserved GPUs from "
+            f"cuda:0; write cuda and let Ray place the actors (runtime.{key})"
+        )
+    return None
 
 
 def user_policy(run: RunConfig) -> str:
@@ -171,5 +232,7 @@ def phraser(run: RunConfig) -> Any:
         run.user.phraser_model,
         generation=GenerationSettings(max_new_tokens=60, seed=run.seed),
         batch_size=run.bot.batch_size,
+        device=run.bot.device,
+        dtype=run.bot.dtype,
     )
     return LLMUserPhraser(user_model)

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agents.models import quiet_loading
+from agents.placement import DEVICE_HELP
 from moralsim.config import ConfigError, RunConfig, describe_fields, load_config
 from moralsim.scenarios_cli import scenarios_app
 from moralsim.scorer_cmd import scorer_app
@@ -212,7 +213,7 @@ def _check_plan(run: RunConfig) -> None:
     """What can be checked before any model loads or any file is written: the pack loads, the
     flows can run on it, the agent is registered and can run them, the output folder can be
     written."""
-    from moralsim.backend_specs import agent_problem
+    from moralsim.backend_specs import agent_problem, placement_problem
     from moralsim.run_simulation import check_flows
     from scenarios.flow_api import flows_in_order
     from scenarios.pack import load_pack
@@ -237,7 +238,7 @@ def _check_plan(run: RunConfig) -> None:
             check_adapter_folder(run.bot.adapter)
         except ModelError as exc:
             raise _fail(f"bot.adapter: {exc}") from None
-    problem = agent_problem(run, os.environ)
+    problem = agent_problem(run, os.environ) or placement_problem(run)
     if problem:
         raise _fail(problem)
     parent = Path(run.output_dir)
@@ -407,6 +408,14 @@ def train_scorer(
         ),
     ] = False,
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    device: Annotated[str, typer.Option(help="Where it trains: " + DEVICE_HELP)] = "auto",
+    dtype: Annotated[
+        str,
+        typer.Option(
+            help="float32, or bfloat16 (autocast; weights stay float32); auto: "
+            "bfloat16 on a GPU, float32 on the CPU."
+        ),
+    ] = "auto",
 ) -> None:
     """Fine-tune an encoder as the agree/neutral/disagree answer-RoT classifier.
 
@@ -415,9 +424,16 @@ def train_scorer(
     `--independent` gives the same judge without the pack's reference answers. MIC data gets the
     plain recipe (every example, 3 epochs).
     """
+    from agents.placement import PlacementError, resolve_placement
     from scenarios.loaders import ScenarioLoadError
     from training.scorer import describe_recipe, scorer_recipe, train_agreement_classifier
 
+    try:
+        placement = resolve_placement(device, dtype, prefix="--")
+    except PlacementError as exc:
+        raise _fail(str(exc)) from None
+    if placement.dtype == "float16":
+        raise _fail("--dtype float16: scorer training runs in float32 or bfloat16")
     if mic and independent:
         raise _fail("--independent leaves out a pack's reference answers; MIC data has none")
     try:
@@ -442,7 +458,7 @@ def train_scorer(
         frozen_layers=frozen_layers,
         class_balance=class_balance or None,
     )
-    console.print(f"recipe: {describe_recipe(cfg)}", highlight=False)
+    console.print(f"recipe: {describe_recipe(cfg)}; on {placement}", highlight=False)
     result = train_agreement_classifier(
         splits["train"],
         splits["dev"],
@@ -450,6 +466,7 @@ def train_scorer(
         output,
         cfg,
         progress=lambda m: console.print(m, highlight=False),
+        placement=placement,
     )
     line = f"dev accuracy {result.dev.accuracy:.3f}, macro-F1 {result.dev.macro_f1:.3f}"
     if result.test:
@@ -527,7 +544,9 @@ def chat(
 
         e = run.evaluators
         try:
-            evaluators = load_evaluators(e.agreement_model, e.embedding_model)
+            evaluators = load_evaluators(
+                e.agreement_model, e.embedding_model, device=e.device, dtype=e.dtype
+            )
             scorer_info = scorer_summary(scorer_record(e.agreement_model, e.agreement_card))
         except (ModelError, OSError, ValueError) as exc:
             unavailable = f"scorer unavailable: {exc}"
@@ -568,12 +587,12 @@ def _chat_agent(run: RunConfig, merge: bool) -> Any:
     chat answers as the simulated dialogues' bot does."""
     import dataclasses
 
-    from moralsim.backend_specs import agent_spec, endpoint_problem
+    from moralsim.backend_specs import agent_spec, endpoint_problem, placement_problem
 
-    problem = endpoint_problem(run.bot, os.environ)
+    problem = endpoint_problem(run.bot, os.environ) or placement_problem(run, on_ray=False)
     if problem:
         raise _fail(problem)
-    spec = agent_spec(run)
+    spec = agent_spec(run, on_ray=False)
     if merge:
         if run.bot.agent != "transformers":
             raise _fail(

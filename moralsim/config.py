@@ -17,6 +17,8 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
+from agents.placement import DEVICE_HELP, DTYPE_HELP, device_problem, dtype_problem
+
 
 class ConfigError(ValueError):
     """A config problem; the message names the file (if any) and the dotted key."""
@@ -73,11 +75,16 @@ class BotConfig:
     response_cache: str | None = _f(
         None, "SQLite file of cached replies (model, prompt, settings); reruns reuse them."
     )
+    device: str = _f("auto", "Where a local bot runs: " + DEVICE_HELP)
+    dtype: str = _f("auto", "A local bot's precision: " + DTYPE_HELP)
     generation: GenerationConfig = _nested(GenerationConfig, "Decoding parameters.")
 
     def problems(self) -> list[tuple[str, str]]:
         """Settings an endpoint cannot honour, refused at load time rather than silently
         dropped: the run's saved config must describe the bot that actually answered."""
+        placement = placement_problems(self)
+        if placement:
+            return placement
         if self.agent != "openai":
             if self.base_url is not None:
                 return [("base_url", f"is only read when bot.agent is openai, not {self.agent}")]
@@ -94,6 +101,11 @@ class BotConfig:
             )  # fmt: skip
         elif not self.base_url.startswith(("http://", "https://")):
             out.append(("base_url", f"must start with http:// or https://, got {self.base_url!r}"))
+        if (self.device, self.dtype) != ("auto", "auto"):
+            out.append(
+                ("device", "and bot.dtype are not read when bot.agent is openai (the server "
+                 "decides where its model runs); leave both at auto")
+            )  # fmt: skip
         if self.adapter is not None:
             out.append(
                 ("adapter", "cannot be used with bot.agent openai: an endpoint cannot load a "
@@ -142,6 +154,27 @@ class EvaluatorConfig:
     )
     safety_k: int = _f(5, "Nearest safety RoTs used for S_MA.")
     revision_lambda: float = _f(-0.35, "lambda in S_MR = 1 - I(S_MR1 < lambda and S_MR2 < lambda).")
+    device: str = _f(
+        "auto",
+        "Where the agreement scorer (or local judge) and the sentence encoder run: " + DEVICE_HELP,
+    )
+    dtype: str = _f("auto", "The scorer's and the encoder's precision: " + DTYPE_HELP)
+
+    def problems(self) -> list[tuple[str, str]]:
+        return placement_problems(self)
+
+
+def placement_problems(section: Any) -> list[tuple[str, str]]:
+    """A section's device and dtype, checked by spelling only: whether the GPU is there is
+    known only where the model loads (this machine, or a Ray worker)."""
+    out = []
+    for key, problem in (
+        ("device", device_problem(section.device)),
+        ("dtype", dtype_problem(section.dtype)),
+    ):
+        if problem:
+            out.append((key, problem))
+    return out
 
 
 class FlowOptions(dict[str, Any]):
@@ -167,6 +200,16 @@ class RuntimeConfig:
     evaluator_replicas: int = _f(1, "Evaluator actors, each holding the scorer models.")
     bot_num_cpus: float = _f(1.0, "CPUs Ray reserves for each bot actor.")
     evaluator_num_cpus: float = _f(1.0, "CPUs Ray reserves for each evaluator actor.")
+    bot_num_gpus: float = _f(
+        0.0,
+        "GPUs Ray reserves for each bot actor (fractions share a GPU); needed for "
+        "bot.device cuda under Ray.",
+    )
+    evaluator_num_gpus: float = _f(
+        0.0,
+        "GPUs Ray reserves for each evaluator actor (e.g. 0.25 beside a bot on the same GPU); "
+        "needed for evaluators.device cuda under Ray.",
+    )
     bot_threads: int = _f(
         2,
         "Torch threads per bot actor (0: its num_cpus rounded up). 2 suits a 2-core laptop, "
@@ -302,6 +345,8 @@ def _check_values(config: Any, prefix: str) -> None:
         "evaluator_replicas": (1, None),
         "bot_num_cpus": (0, None),
         "evaluator_num_cpus": (0, None),
+        "bot_num_gpus": (0, None),
+        "evaluator_num_gpus": (0, None),
         "bot_threads": (0, None),
         "evaluator_threads": (0, None),
         "max_wait_ms": (0, None),

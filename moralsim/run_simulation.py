@@ -112,6 +112,8 @@ def _simulate_locked(run: RunConfig, resume: bool, say: Callable[[str], None]) -
         DialogueWriter(records) as writer,
     ):  # fmt: skip
         result.runtime = backend.description
+        say(f"models: {backend.description}")
+        write_runtime(run_dir, backend.description)
         live = LiveStats()
         counted = [0]
         for flow in flows:
@@ -137,6 +139,16 @@ def _simulate_locked(run: RunConfig, resume: bool, say: Callable[[str], None]) -
 
     write_report(run_dir)
     return result
+
+
+RUNTIME_FILE = "runtime.json"
+"""Where the run's models ran (devices and precisions as resolved, Ray resources): the
+config says `auto`, the report says what that turned out to be."""
+
+
+def write_runtime(run_dir: Path, description: str) -> None:
+    text = json.dumps({"models": description}, indent=2) + "\n"
+    (run_dir / RUNTIME_FILE).write_text(text, encoding="utf-8")
 
 
 def _earlier_sections(path: Path, say: Callable[[str], None]) -> dict[str, Any]:

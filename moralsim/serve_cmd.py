@@ -15,6 +15,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from agents.placement import DEVICE_HELP, DTYPE_HELP, PlacementError, resolve_placement
+
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
@@ -65,9 +67,15 @@ def serve(
             "same default as a run's bot.max_context_tokens, so served and local replies match).",
         ),
     ] = 2048,
+    device: Annotated[str, typer.Option(help="Where the bot runs: " + DEVICE_HELP)] = "auto",
+    dtype: Annotated[str, typer.Option(help="The bot's precision: " + DTYPE_HELP)] = "auto",
 ) -> None:
     """Serve a bot over an OpenAI-compatible API (POST /v1/chat/completions)."""
     console = Console(stderr=True, soft_wrap=True)
+    try:
+        placement = resolve_placement(device, dtype, prefix="--")
+    except PlacementError as exc:
+        raise _fail(console, str(exc)) from None
     if not request_timeout > 0:
         raise _fail(console, f"--request-timeout must be positive, got {request_timeout:g}")
     api_key: str | None = None
@@ -91,7 +99,8 @@ def serve(
     try:
         agent = TransformersAgent(
             model, adapter=adapter, merge=merge, system_prompt=system_prompt,
-            max_context_tokens=max_context_tokens,
+            max_context_tokens=max_context_tokens, device=placement.device,
+            dtype=placement.dtype,
         )  # fmt: skip
     except (ModelError, FileNotFoundError, ValueError) as exc:
         raise _fail(console, str(exc)) from None
@@ -105,7 +114,8 @@ def serve(
         request_timeout=request_timeout,
     )
     console.print(
-        f"serving '{name}' at http://{host}:{port}/v1 (OpenAI chat completions); Ctrl-C stops",
+        f"serving '{name}' ({placement}) at http://{host}:{port}/v1 (OpenAI chat "
+        "completions); Ctrl-C stops",
         highlight=False,
     )
     uvicorn.run(app, host=host, port=port, log_level="info")

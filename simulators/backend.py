@@ -69,6 +69,18 @@ class RayTurnScorer:
         return finish_scores(dialogue, self.params)
 
 
+def placements(bot_info: Any, evaluators: str) -> str:
+    """Where the models run, as a run's log and summary say it: 'bot cuda bfloat16, scorers
+    cpu float32' (a bot without local weights has no device)."""
+    extra = getattr(bot_info, "extra", {}) or {}
+    bot = f"{extra['device']} {extra['dtype']}" if "device" in extra else "no local model"
+    return f"bot {bot}, scorers {evaluators}"
+
+
+def _resources(cpus: float, gpus: float) -> str:
+    return f"{cpus:g} CPU" + (f" + {gpus:g} GPU" if gpus else "")
+
+
 @contextmanager
 def open_backend(
     agent: AgentSpec,
@@ -84,17 +96,14 @@ def open_backend(
     """The models for one run; `ray=None` keeps everything in this process."""
     params = evaluators.params
     if ray is None:
-        from evaluators.stack import load_evaluators
-
         bot = agent.build()
-        rots = list(evaluators.safety_rots) if evaluators.safety_rots is not None else None
-        stack = load_evaluators(
-            evaluators.agreement_model, evaluators.embedding_model, rots, params
-        )
+        stack = evaluators.load()
         runner = InProcessRunner(bot, stack.moraldial, params, seed, meta, phraser, user_policy)
+        where = placements(bot.info, str(stack.placement))
         yield Backend(
-            bot, stack.moraldial, stack.agreement.probabilities, stack.embed, runner, "in process"
-        )
+            bot, stack.moraldial, stack.agreement.probabilities, stack.embed, runner,
+            f"in process; {where}",
+        )  # fmt: skip
         return
     with ray_session(ray):
         bots = start_bots(agent, ray, batch_size)
@@ -112,12 +121,15 @@ def open_backend(
                 policy=user_policy,
             )
             proxies = RayScorers(scorers, ray.max_retries)
+            bot = RayAgent(bots, ray.max_retries)
+            where = placements(bot.info, scorers.call_sync("placement"))
             description = (
-                f"ray ({ray.bot_replicas} bot x {ray.bot_num_cpus:g} CPU, "
-                f"{ray.evaluator_replicas} evaluator x {ray.evaluator_num_cpus:g} CPU)"
+                f"ray ({ray.bot_replicas} bot x {_resources(ray.bot_num_cpus, ray.bot_num_gpus)}, "
+                f"{ray.evaluator_replicas} evaluator x "
+                f"{_resources(ray.evaluator_num_cpus, ray.evaluator_num_gpus)}); {where}"
             )
             yield Backend(
-                RayAgent(bots, ray.max_retries),
+                bot,
                 RayTurnScorer(scorers, params, ray.max_retries),
                 proxies.agreement,
                 proxies.embed,

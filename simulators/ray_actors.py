@@ -103,6 +103,20 @@ class EvaluatorSpec:
     params: MoralDialParams
     plugins: tuple[str, ...] = ()
     """The run's plugins: imported wherever the scorers load (a Ray worker too)."""
+    device: str = "auto"
+    dtype: str = "auto"
+
+    def load(self) -> Any:
+        """The evaluator models (`evaluators.stack.Evaluators`), here or in a Ray worker."""
+        from evaluators.stack import load_evaluators
+        from scenarios.plugins import load_plugins
+
+        load_plugins(self.plugins)
+        rots = list(self.safety_rots) if self.safety_rots is not None else None
+        return load_evaluators(
+            self.agreement_model, self.embedding_model, rots, self.params,
+            device=self.device, dtype=self.dtype,
+        )  # fmt: skip
 
 
 class BotWorker:
@@ -163,13 +177,8 @@ class EvaluatorWorker:
         max_batch_size: int = 64,
         max_wait_ms: float = 20.0,
     ) -> None:
-        from evaluators.stack import load_evaluators
-        from scenarios.plugins import load_plugins
-
-        load_plugins(spec.plugins)
         self.threads = pin_threads(num_cpus, threads)
-        rots = list(spec.safety_rots) if spec.safety_rots is not None else None
-        self.stack = load_evaluators(spec.agreement_model, spec.embedding_model, rots, spec.params)
+        self.stack = spec.load()
         self._lock = threading.Lock()
         self.turns: Batcher[TurnRequest, None, list[Score]] = Batcher(
             self._score_turns, max_batch_size=max_batch_size, max_wait_ms=max_wait_ms
@@ -188,6 +197,9 @@ class EvaluatorWorker:
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await _locked(self._lock, self.stack.embed, list(texts))
+
+    async def placement(self) -> str:
+        return str(self.stack.placement)
 
     async def pid(self) -> int:
         return os.getpid()

@@ -62,6 +62,8 @@ class RayOptions:
     evaluator_replicas: int = 1
     bot_num_cpus: float = 1.0
     evaluator_num_cpus: float = 1.0
+    bot_num_gpus: float = 0.0
+    evaluator_num_gpus: float = 0.0
     bot_threads: int = 0
     evaluator_threads: int = 0
     max_wait_ms: float = 20.0
@@ -116,19 +118,37 @@ you start yourself (`ray start`) keeps its own settings."""
 
 
 def _check_resources(options: RayOptions) -> None:
-    """Refuse a plan the cluster cannot place: Ray would wait for the CPUs forever."""
+    """Refuse a plan the cluster cannot place: Ray would wait for the CPUs or GPUs forever."""
     import ray
 
-    cpus = float(ray.cluster_resources().get("CPU", 0))
+    resources = ray.cluster_resources()
+    refusal = resource_refusal(options, float(resources.get("CPU", 0)), resources.get("GPU", 0))
+    if refusal:
+        raise RuntimeFailure(refusal)
+
+
+def resource_refusal(options: RayOptions, cpus: float, gpus: float) -> str | None:
+    """Why a cluster of `cpus` CPUs and `gpus` GPUs cannot hold the run's actors, or None."""
+    need = options.bot_replicas * options.bot_num_gpus
+    need += options.evaluator_replicas * options.evaluator_num_gpus
+    if need > float(gpus) + 1e-9:
+        return (
+            f"the run asks for {need:g} GPUs ({options.bot_replicas} bot x "
+            f"{options.bot_num_gpus:g} + {options.evaluator_replicas} evaluator x "
+            f"{options.evaluator_num_gpus:g}) but the cluster has {float(gpus):g}; lower "
+            "runtime.bot_num_gpus / runtime.evaluator_num_gpus / runtime.bot_replicas (a "
+            "fraction such as 0.5 lets actors share a GPU)"
+        )
     bots = options.bot_replicas * options.bot_num_cpus
     evaluators = options.evaluator_replicas * options.evaluator_num_cpus
     if bots + evaluators > cpus + 1e-9:
-        raise RuntimeFailure(
+        return (
             f"the run asks for {bots + evaluators:g} CPUs ({options.bot_replicas} bot x "
             f"{options.bot_num_cpus:g} + {options.evaluator_replicas} evaluator x "
             f"{options.evaluator_num_cpus:g}) but the cluster has {cpus:g}; lower "
             "runtime.bot_replicas / runtime.bot_num_cpus / runtime.evaluator_num_cpus"
         )
+    return None
 
 
 # --------------------------------------------------------------------------- actor pools
@@ -204,12 +224,23 @@ class ActorPool:
             ray.kill(handle, no_restart=True)
 
 
-def _start_pool(worker: type, num_cpus: float, replicas: int, *args: Any) -> ActorPool:
+def actor_options(num_cpus: float, num_gpus: float) -> dict[str, Any]:
+    """The Ray resource options of one model actor: its CPUs and GPUs (a fraction shares a
+    GPU), restarted without limit when it dies."""
+    return {
+        "num_cpus": num_cpus,
+        "num_gpus": num_gpus,
+        "max_restarts": -1,
+        "max_task_retries": 0,
+    }
+
+
+def _start_pool(worker: type, resources: dict[str, Any], replicas: int, *args: Any) -> ActorPool:
     """`replicas` restartable actors of `worker`; waits until each has loaded its models, so
     a load error surfaces here with its cause."""
     import ray
 
-    remote = ray.remote(worker).options(num_cpus=num_cpus, max_restarts=-1, max_task_retries=0)
+    remote = ray.remote(worker).options(**resources)
     handles = [remote.remote(*args) for _ in range(replicas)]
     ray.get([h.pid.remote() for h in handles])
     return ActorPool(handles)
@@ -217,14 +248,16 @@ def _start_pool(worker: type, num_cpus: float, replicas: int, *args: Any) -> Act
 
 def start_bots(spec: AgentSpec, options: RayOptions, max_batch_size: int) -> ActorPool:
     return _start_pool(
-        BotWorker, options.bot_num_cpus, options.bot_replicas,
+        BotWorker, actor_options(options.bot_num_cpus, options.bot_num_gpus),
+        options.bot_replicas,
         spec, options.bot_num_cpus, options.bot_threads, max_batch_size, options.max_wait_ms,
     )  # fmt: skip
 
 
 def start_evaluators(spec: EvaluatorSpec, options: RayOptions) -> ActorPool:
     return _start_pool(
-        EvaluatorWorker, options.evaluator_num_cpus, options.evaluator_replicas,
+        EvaluatorWorker, actor_options(options.evaluator_num_cpus, options.evaluator_num_gpus),
+        options.evaluator_replicas,
         spec, options.evaluator_num_cpus, options.evaluator_threads, 64, options.max_wait_ms,
     )  # fmt: skip
 

@@ -299,7 +299,7 @@ def test_other_agents_get_the_options_they_always_got() -> None:
 
     scripted_options = {"adapter", "system_prompt", "generation", "batch_size"}
     local = agent_spec(load_config(None, ["bot.adapter=./lora"])).kwargs
-    assert set(local) == {"max_context_tokens", *scripted_options}
+    assert set(local) == {"max_context_tokens", "device", "dtype", *scripted_options}
     scripted = agent_spec(load_config(None, ["bot.agent=scripted:rot-follower"])).kwargs
     assert set(scripted) == scripted_options
     served = agent_spec(

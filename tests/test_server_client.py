@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import httpx
 import pytest
+import torch
 import typer
 import uvicorn
 from fastapi import FastAPI
@@ -731,6 +732,7 @@ def test_serve_command_builds_the_agent_and_app(monkeypatch: pytest.MonkeyPatch)
     assert made == {
         "model": "tiny", "adapter": None, "merge": False, "system_prompt": None,
         "max_context_tokens": 2048,  # a run's default, so served and local replies match
+        "device": "cpu" if not torch.cuda.is_available() else "cuda", "dtype": made["dtype"],
     }  # fmt: skip
     assert (ran["host"], ran["port"]) == ("127.0.0.1", 8123)
     assert isinstance(ran["app"], FastAPI)

@@ -25,6 +25,8 @@ from training.sft import (
     _prepare_output,
     finish_output,
     lora_config,
+    model_placement,
+    settle_placement,
     shared_trainer_args,
 )
 from training.sft_config import SFTConfigError
@@ -70,13 +72,14 @@ def _models(config: DPORunConfig) -> tuple[Any, Any, Any, Any]:
 
     from agents.models import load_causal_lm
 
-    model, tokenizer = load_causal_lm(config.base_model)
+    placement = model_placement(config)
+    model, tokenizer = load_causal_lm(config.base_model, placement=placement)
     if config.sft_adapter:
         adapter = Path(config.sft_adapter).expanduser()
         if not (adapter / "adapter_config.json").is_file():
             raise SFTConfigError(f"'sft_adapter': {adapter} holds no adapter_config.json")
         tokenizer = AutoTokenizer.from_pretrained(str(adapter))
-        reference, _ = load_causal_lm(config.base_model)
+        reference, _ = load_causal_lm(config.base_model, placement=placement)
         reference = PeftModel.from_pretrained(reference, str(adapter)).merge_and_unload()
         policy = PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
         return policy, reference.eval(), tokenizer, None
@@ -94,6 +97,7 @@ def build_dpo_trainer(
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
+    config = settle_placement(config)  # as train_dpo settled it (idempotent)
     train, dev = pairs if pairs is not None else load_pairs(config)
     policy, reference, tokenizer, peft_config = _models(config)
     tokenizer.padding_side = "left"
@@ -166,7 +170,7 @@ def train_dpo(
     from agents.models import force_offline
 
     force_offline()
-    config.validate()
+    config = settle_placement(config.validate())
     start = time.perf_counter()
     pairs = load_pairs(config)  # before anything in output_dir is replaced
     stance = StanceTracker.from_config(config, config.data.removeprefix("pack:"), say)

@@ -16,6 +16,7 @@ from training.sft_config import (
     CHAT_TEMPLATE_CHOICES,
     STANCE_HELP,
     SFTConfigError,
+    check_placement_keys,
     check_stance_keys,
     preset_values,
 )
@@ -84,7 +85,15 @@ class DPORunConfig:
     output_dir: str = _f("models/moral-dpo", "Folder for the adapter, model card and metrics.")
     overwrite: bool = _f(False, "Replace a finished run in output_dir instead of refusing.")
     keep_checkpoints: bool = _f(False, "Keep output_dir/checkpoints after a finished run.")
-    use_cpu: bool = _f(True, "Train on the CPU even when a GPU is visible (fp32 either way).")
+    device: str = _f("auto", "Where it trains: auto (the GPU if torch sees one), cpu or cuda.")
+    dtype: str = _f(
+        "auto",
+        "auto (bfloat16 on a GPU, float32 on the CPU), float32, bfloat16 or float16: the base "
+        "model's weights, with mixed precision in that type (LoRA weights stay float32).",
+    )
+    use_cpu: bool = _f(
+        False, "Same as device: cpu (read from configs of earlier releases, where it was true)."
+    )
 
     @property
     def checkpoint_every(self) -> int:
@@ -131,6 +140,7 @@ class DPORunConfig:
         if not self.output_dir.strip():
             raise SFTConfigError("'output_dir' is empty")
         check_stance_keys(self)
+        check_placement_keys(self)
         return self
 
 

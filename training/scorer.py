@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from agents.placement import CPU, Placement
 from evaluators.agreement import ROT_DIRECTION_KEY
 from evaluators.agreement_format import AGREEMENT_LABELS, format_qa
 from scenarios.types import AgreementExample
@@ -312,17 +313,31 @@ def _encode(tokenizer: Any, batch: Sequence[AgreementExample], max_length: int) 
 
 
 def predict_labels(
-    model: Any, tokenizer: Any, examples: Sequence[AgreementExample], cfg: ScorerTrainingConfig
+    model: Any,
+    tokenizer: Any,
+    examples: Sequence[AgreementExample],
+    cfg: ScorerTrainingConfig,
+    dtype: str = "float32",
 ) -> list[str]:
     import torch
 
     model.eval()
     out: list[str] = []
-    with torch.no_grad():
+    with torch.no_grad(), _autocast(model, dtype):
         for batch in _batches(examples, 64):
-            logits = model(**_encode(tokenizer, batch, cfg.max_length)).logits
+            inputs = _encode(tokenizer, batch, cfg.max_length).to(model.device)
+            logits = model(**inputs).logits
             out += [model.config.id2label[int(i)] for i in logits.argmax(-1)]
     return out
+
+
+def _autocast(model: Any, dtype: str) -> Any:
+    """Mixed precision for a model trained on a bfloat16 placement; a no-op in float32."""
+    import torch
+
+    return torch.autocast(
+        model.device.type, dtype=getattr(torch, dtype), enabled=dtype != "float32"
+    )
 
 
 def train_agreement_classifier(
@@ -334,13 +349,20 @@ def train_agreement_classifier(
     progress: Progress | None = None,
     show_bar: bool = True,
     on_epoch: Callable[[Any, Any, int], dict[str, float]] | None = None,
+    placement: Placement = CPU,
 ) -> ScorerTrainingResult:
     """Train, select the epoch with the best dev macro-F1, save a Hugging Face folder.
 
     `on_epoch(model, tokenizer, epoch)` may measure anything else after each epoch (a recipe
     search reads Moral Stories pairwise accuracy there); its figures are printed and kept in
-    metrics.json, but never used to choose the epoch.
+    metrics.json, but never used to choose the epoch. `placement` is where it trains: the
+    weights stay float32 and a bfloat16 placement runs the forward passes under autocast.
     """
+    if placement.dtype == "float16":
+        raise ValueError(
+            "scorer training runs in float32 or bfloat16 (autocast); float16 needs loss "
+            "scaling, which it does not do: use --dtype bfloat16"
+        )
     cfg = config or ScorerTrainingConfig()
     say = progress or (lambda message: None)
     train = [
@@ -357,16 +379,22 @@ def train_agreement_classifier(
         raise ValueError("scorer training needs non-empty train and dev examples")
     start = time.perf_counter()
     model, tokenizer = _load_classifier(cfg)
-    fit = _fit(model, tokenizer, train, dev, cfg, say, show_bar, on_epoch)
+    model.to(placement.device)
+    fit = _fit(model, tokenizer, train, dev, cfg, say, show_bar, on_epoch, placement.dtype)
     model.load_state_dict(fit.best_state)
     dev_report = classification_report(
-        [e.label for e in dev], predict_labels(model, tokenizer, dev, cfg), AGREEMENT_LABELS
+        [e.label for e in dev],
+        predict_labels(model, tokenizer, dev, cfg, placement.dtype),
+        AGREEMENT_LABELS,
     )
     test_report = None
     if test:
         test_report = classification_report(
-            [e.label for e in test], predict_labels(model, tokenizer, test, cfg), AGREEMENT_LABELS
+            [e.label for e in test],
+            predict_labels(model, tokenizer, test, cfg, placement.dtype),
+            AGREEMENT_LABELS,
         )
+    model.to("cpu")  # saved and reloaded like any CPU build
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     setattr(model.config, ROT_DIRECTION_KEY, cfg.rot_direction)
@@ -386,6 +414,7 @@ def train_agreement_classifier(
         "epochs": fit.epoch_log,
         "data": data_counts(train, dev, test),
         "seconds": round(seconds, 1),
+        "device": str(placement),
     }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     return ScorerTrainingResult(out, fit.best_epoch, dev_report, test_report, seconds, len(train))
@@ -464,6 +493,7 @@ def _fit(
     say: Progress,
     show_bar: bool,
     on_epoch: Callable[[Any, Any, int], dict[str, float]] | None,
+    dtype: str = "float32",
 ) -> _Fit:
     """Every epoch of training, each followed by dev macro-F1; the best epoch's weights."""
     import torch
@@ -482,6 +512,7 @@ def _fit(
     optimizer, scheduler = _optimizer(model, cfg, total_steps)
     rng = random.Random(cfg.seed)
     loss_weights = _class_weights(train, cfg)
+    loss_weights = loss_weights.to(model.device) if loss_weights is not None else None
     label_index = {label: i for i, label in enumerate(AGREEMENT_LABELS)}
     epoch_log: list[dict[str, Any]] = []
     best: tuple[float, int, dict[str, Any]] | None = None
@@ -498,10 +529,13 @@ def _fit(
         for epoch in range(1, cfg.epochs + 1):
             model.train()
             for batch in _epoch_batches(train, cfg.batch_size, rng, cfg.length_buckets):
-                inputs = _encode(tokenizer, batch, cfg.max_length)
-                labels = torch.tensor([label_index[e.label] for e in batch])
-                logits = model(**inputs).logits
-                loss = torch.nn.functional.cross_entropy(logits, labels, weight=loss_weights)
+                inputs = _encode(tokenizer, batch, cfg.max_length).to(model.device)
+                labels = torch.tensor([label_index[e.label] for e in batch], device=model.device)
+                with _autocast(model, dtype):
+                    logits = model(**inputs).logits
+                loss = torch.nn.functional.cross_entropy(
+                    logits.float(), labels, weight=loss_weights
+                )
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
@@ -513,7 +547,7 @@ def _fit(
                     description=f"agreement scorer epoch {epoch} loss {loss.item():.3f}",
                 )
             report = classification_report(
-                gold_dev, predict_labels(model, tokenizer, dev, cfg), AGREEMENT_LABELS
+                gold_dev, predict_labels(model, tokenizer, dev, cfg, dtype), AGREEMENT_LABELS
             )
             extra = on_epoch(model, tokenizer, epoch) if on_epoch else {}
             model.train()

@@ -11,6 +11,7 @@ and metrics.json).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shutil
@@ -157,7 +158,8 @@ def build_trainer(
 
     from agents.models import load_causal_lm
 
-    model, tokenizer = load_causal_lm(config.base_model)
+    config = settle_placement(config)  # as train_sft settled it (idempotent)
+    model, tokenizer = load_causal_lm(config.base_model, placement=model_placement(config))
     template = training_chat_template(tokenizer, config.chat_template)
     tokenizer.chat_template = template  # saved with the adapter: generation uses it too
     tokenizer.padding_side = "left"  # how agents.hf batches prompts; TRL pads labels itself
@@ -240,14 +242,15 @@ def lora_config(config: Any) -> Any:
 
 
 def shared_trainer_args(config: Any, checkpoints: Path, evaluate: bool) -> dict[str, Any]:
-    """The CPU-safe TRL arguments SFT and DPO runs share (fp32; checkpoints every
-    `checkpoint_every` steps for resume; evaluation when there is a dev split)."""
+    """The TRL arguments SFT and DPO runs share: the settled device and mixed precision
+    (`settle_placement`), checkpoints every `checkpoint_every` steps for resume, evaluation when
+    there is a dev split."""
     every = config.checkpoint_every
     return {
         "output_dir": str(checkpoints),
-        "use_cpu": config.use_cpu,
-        "bf16": False,
-        "fp16": False,
+        "use_cpu": not config.device.startswith("cuda"),
+        "bf16": config.dtype == "bfloat16",
+        "fp16": config.dtype == "float16",
         "learning_rate": config.learning_rate,
         "warmup_steps": config.warmup_ratio,
         "num_train_epochs": config.num_train_epochs,
@@ -267,6 +270,28 @@ def shared_trainer_args(config: Any, checkpoints: Path, evaluate: bool) -> dict[
         "dataloader_num_workers": 0,
         "disable_tqdm": False,
     }
+
+
+def settle_placement(config: Any) -> Any:
+    """An SFT or DPO config with `device` and `dtype` resolved on this machine (auto: the GPU in
+    bfloat16 where torch sees one), so the run folder records where it trained and a resume on
+    another device or precision is refused; raises SFTConfigError naming the key."""
+    from agents.placement import PlacementError, resolve_placement
+
+    try:
+        placement = resolve_placement("cpu" if config.use_cpu else config.device, config.dtype)
+    except PlacementError as exc:
+        raise SFTConfigError(str(exc)) from None
+    return dataclasses.replace(
+        config, device=placement.device, dtype=placement.dtype, use_cpu=False
+    )
+
+
+def model_placement(config: Any) -> Any:
+    """Where a settled config's base model loads (its weights in `dtype`; LoRA stays float32)."""
+    from agents.placement import Placement
+
+    return Placement(config.device, config.dtype)
 
 
 def finish_output(
@@ -303,7 +328,7 @@ def train_sft(
     from agents.models import force_offline, resolve_model
 
     force_offline()
-    config.validate()
+    config = settle_placement(config.validate())
     start = time.perf_counter()
     stance = StanceTracker.from_config(config, None, say)  # judge checked before any model
     checkpoints = _prepare_output(config, say)

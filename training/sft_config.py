@@ -23,10 +23,12 @@ RESUMABLE_CHANGES = frozenset(
     {"max_steps", "num_train_epochs", "overwrite", "keep_checkpoints"}
     | {"stance_eval_questions", "stance_judge", "stance_max_new_tokens"}
     | {"activation_checkpointing"}  # the same gradients, computed with less memory
+    | {"use_cpu"}  # settled into `device` before the comparison
 )
 # Keys a run saved before they existed did not have, with the behaviour it had then: a DPO run
 # saved before `group_by_length` read its pairs in random order, so resuming it needs false.
-KEYS_ADDED_LATER: dict[str, Any] = {"group_by_length": False}
+# A run saved before `device` and `dtype` trained on the CPU in float32 (use_cpu: true).
+KEYS_ADDED_LATER: dict[str, Any] = {"group_by_length": False, "device": "cpu", "dtype": "float32"}
 
 
 class SFTConfigError(ValueError):
@@ -49,6 +51,26 @@ STANCE_HELP = {
     ),
     "stance_max_new_tokens": "Most tokens of each first answer generated for stance accuracy.",
 }
+
+
+def check_placement_keys(config: Any) -> None:
+    """`device` and `dtype` of an SFT or DPO config, by spelling (the GPU itself is checked
+    when training starts); raises SFTConfigError naming the key."""
+    from agents.placement import device_problem, dtype_problem
+
+    for key, problem in (
+        ("device", device_problem(config.device)),
+        ("dtype", dtype_problem(config.dtype)),
+    ):
+        if problem:
+            raise SFTConfigError(f"'{key}' {problem}")
+    if config.device.startswith("cuda:"):
+        raise SFTConfigError(
+            f"'device' is {config.device}: training uses the GPU the trainer is given; pick one "
+            "with CUDA_VISIBLE_DEVICES and write cuda"
+        )
+    if config.use_cpu and config.device.startswith("cuda"):
+        raise SFTConfigError("'use_cpu' is true but 'device' is cuda; keep one of them")
 
 
 def check_stance_keys(config: Any) -> None:
@@ -136,7 +158,15 @@ class SFTRunConfig:
     output_dir: str = _f("models/moral-bot", "Folder for the adapter, model card and metrics.")
     overwrite: bool = _f(False, "Replace a finished run in output_dir instead of refusing.")
     keep_checkpoints: bool = _f(False, "Keep output_dir/checkpoints after a finished run.")
-    use_cpu: bool = _f(True, "Train on the CPU even when a GPU is visible (fp32 either way).")
+    device: str = _f("auto", "Where it trains: auto (the GPU if torch sees one), cpu or cuda.")
+    dtype: str = _f(
+        "auto",
+        "auto (bfloat16 on a GPU, float32 on the CPU), float32, bfloat16 or float16: the base "
+        "model's weights, with mixed precision in that type (LoRA weights stay float32).",
+    )
+    use_cpu: bool = _f(
+        False, "Same as device: cpu (read from configs of earlier releases, where it was true)."
+    )
 
     @property
     def checkpoint_every(self) -> int:
@@ -196,6 +226,7 @@ class SFTRunConfig:
                 f"({self.eval_steps}): the best checkpoint is chosen among evaluated ones"
             )
         check_stance_keys(self)
+        check_placement_keys(self)
         return self
 
 

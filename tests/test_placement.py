@@ -1,0 +1,201 @@
+"""Device and dtype: spelled in configs, resolved once per component, refused before anything
+loads when the GPU is not there, and carried to every model, Ray actor and trainer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from agents.placement import Placement, PlacementError, resolve_placement
+from moralsim.backend_specs import (
+    actor_device,
+    agent_spec,
+    evaluator_and_agent_specs,
+    placement_problem,
+    ray_options,
+)
+from moralsim.cli import app
+from moralsim.config import ConfigError, config_from_dict
+from simulators.ray_runtime import RayOptions, actor_options, resource_refusal
+
+NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
+
+
+# --------------------------------------------------------------------------- resolving
+
+
+def test_auto_is_the_cpu_in_float32_without_a_gpu_and_the_gpu_in_bfloat16_with_one() -> None:
+    assert resolve_placement(gpus=(0, False)) == Placement("cpu", "float32")
+    assert resolve_placement(gpus=(2, True)) == Placement("cuda", "bfloat16")
+    assert resolve_placement(gpus=(1, False)) == Placement("cuda", "float16")  # no bf16 (V100)
+    assert resolve_placement("cpu", "bfloat16", gpus=(1, True)) == Placement("cpu", "bfloat16")
+    assert resolve_placement("cuda:1", "float32", gpus=(2, True)) == Placement("cuda:1", "float32")
+
+
+def test_cuda_where_there_is_none_is_an_error_naming_the_key() -> None:
+    with pytest.raises(PlacementError, match=r"^bot\.device is cuda, but torch .* no CUDA GPU"):
+        resolve_placement("cuda", prefix="bot.", gpus=(0, False))
+    with pytest.raises(PlacementError, match=r"cuda:2, but torch sees 2 GPU\(s\) here"):
+        resolve_placement("cuda:2", gpus=(2, True))
+    with pytest.raises(PlacementError, match=r"^--device: must be auto, cpu, cuda or cuda:N"):
+        resolve_placement("gpu", prefix="--", gpus=(1, True))
+    with pytest.raises(PlacementError, match=r"^dtype: must be one of auto, float32"):
+        resolve_placement("cpu", "fp16", gpus=(0, False))
+
+
+@NO_CUDA
+def test_auto_resolves_to_the_cpu_on_this_machine() -> None:
+    assert resolve_placement() == Placement("cpu", "float32")
+
+
+# --------------------------------------------------------------------------- the run config
+
+
+def test_config_checks_the_spelling_of_every_device_and_dtype() -> None:
+    with pytest.raises(ConfigError, match=r"'bot\.device' must be auto, cpu, cuda or cuda:N"):
+        config_from_dict({"bot": {"device": "gpu"}})
+    with pytest.raises(ConfigError, match=r"'evaluators\.dtype' must be one of auto"):
+        config_from_dict({"evaluators": {"dtype": "half"}})
+    with pytest.raises(ConfigError, match=r"'runtime\.bot_num_gpus' must be >= 0"):
+        config_from_dict({"runtime": {"bot_num_gpus": -1}})
+    endpoint = {"agent": "openai", "base_url": "http://127.0.0.1:1/v1", "device": "cuda"}
+    with pytest.raises(ConfigError, match=r"'bot\.device' and bot\.dtype are not read"):
+        config_from_dict({"bot": endpoint})
+
+
+def test_specs_carry_the_devices_to_the_bot_and_the_evaluators() -> None:
+    run = config_from_dict(
+        {
+            "bot": {"device": "cpu", "dtype": "bfloat16"},
+            "evaluators": {"device": "cpu", "dtype": "float32"},
+            "runtime": {"ray": False},
+        }
+    )
+    agent, evaluators = evaluator_and_agent_specs(run, ["It's good to help."])
+    assert (agent.kwargs["device"], agent.kwargs["dtype"]) == ("cpu", "bfloat16")
+    assert (evaluators.device, evaluators.dtype) == ("cpu", "float32")
+
+
+def test_under_ray_auto_means_the_gpu_only_for_an_actor_that_reserved_one() -> None:
+    assert actor_device("auto", on_ray=False, num_gpus=0) == "auto"
+    assert actor_device("auto", on_ray=True, num_gpus=0) == "cpu"
+    assert actor_device("auto", on_ray=True, num_gpus=0.5) == "cuda"
+    assert actor_device("cpu", on_ray=True, num_gpus=1) == "cpu"
+    run = config_from_dict({"runtime": {"bot_num_gpus": 1, "evaluator_num_gpus": 0.25}})
+    agent, evaluators = evaluator_and_agent_specs(run, [])
+    assert agent.kwargs["device"] == "cuda" and evaluators.device == "cuda"
+    assert agent_spec(run, on_ray=False).kwargs["device"] == "auto"  # moralsim chat
+    options = ray_options(run)
+    assert (options.bot_num_gpus, options.evaluator_num_gpus) == (1.0, 0.25)
+
+
+def test_ray_plans_that_cannot_reach_a_gpu_are_refused_before_loading() -> None:
+    cuda_no_gpus = config_from_dict({"bot": {"device": "cuda"}})
+    assert "runtime.bot_num_gpus is 0" in placement_problem(cuda_no_gpus)
+    indexed = config_from_dict(
+        {"evaluators": {"device": "cuda:1"}, "runtime": {"evaluator_num_gpus": 1}}
+    )
+    assert "numbers its own reserved GPUs from cuda:0" in placement_problem(indexed)
+    fine = config_from_dict({"bot": {"device": "cuda"}, "runtime": {"bot_num_gpus": 1}})
+    assert placement_problem(fine) is None  # the workers' GPUs are checked on the cluster
+
+
+@NO_CUDA
+def test_an_in_process_plan_on_cuda_is_refused_on_a_machine_without_it() -> None:
+    run = config_from_dict({"bot": {"device": "cuda"}, "runtime": {"ray": False}})
+    assert placement_problem(run).startswith("bot.device is cuda, but torch")
+    scripted = config_from_dict(
+        {"bot": {"agent": "scripted:rot-follower", "device": "cuda"}, "runtime": {"ray": False}}
+    )
+    assert placement_problem(scripted) is None  # a scripted bot loads no model
+
+
+def test_gpu_reservations_reach_the_actors_and_the_cluster_check() -> None:
+    assert actor_options(1.0, 0.5) == {
+        "num_cpus": 1.0,
+        "num_gpus": 0.5,
+        "max_restarts": -1,
+        "max_task_retries": 0,
+    }
+    two_bots = RayOptions(bot_replicas=2, bot_num_gpus=1.0, evaluator_num_gpus=0.5)
+    assert resource_refusal(two_bots, cpus=8, gpus=2) is not None
+    assert "asks for 2.5 GPUs" in resource_refusal(two_bots, cpus=8, gpus=2)
+    assert resource_refusal(two_bots, cpus=8, gpus=3) is None
+    assert resource_refusal(RayOptions(), cpus=2, gpus=0) is None
+
+
+@NO_CUDA
+def test_simulate_on_cuda_without_it_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    args = [
+        "simulate", "--output-dir", str(tmp_path), "--name", "gpu", "--no-ray",
+        "--set", "bot.device=cuda", "--num-dialogues", "1",
+    ]  # fmt: skip
+    result = CliRunner().invoke(app, args, terminal_width=200)
+    assert result.exit_code == 2, result.output
+    assert "bot.device is cuda, but torch" in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "gpu").exists()
+
+
+# --------------------------------------------------------------------------- models
+
+
+def test_the_bot_loads_in_the_placement_it_names_and_says_so(tiny_causal_lm: Path) -> None:
+    from agents.base import GenerationSettings
+    from agents.hf import TransformersAgent
+    from scenarios.records import Turn
+
+    agent = TransformersAgent(
+        str(tiny_causal_lm),
+        device="cpu",
+        dtype="bfloat16",
+        generation=GenerationSettings(max_new_tokens=3),
+    )
+    assert next(agent.model.parameters()).dtype == torch.bfloat16
+    assert agent.info.extra == {"device": "cpu", "dtype": "bfloat16"}
+    assert len(agent.respond([[Turn("user", "Is it fine to lie?")]])) == 1
+
+
+def test_the_evaluators_load_in_their_placement(
+    tiny_classifier: Path, tiny_encoder: Path, tmp_path: Path, isolated_cache: Path
+) -> None:
+    from evaluators.agreement import AgreementItem
+    from evaluators.stack import load_evaluators
+
+    stack = load_evaluators(
+        str(tiny_classifier), str(tiny_encoder), ["It's good to help."],
+        device="cpu", dtype="bfloat16",
+    )  # fmt: skip
+    assert stack.placement == Placement("cpu", "bfloat16")
+    assert next(stack.agreement._model.parameters()).dtype == torch.bfloat16
+    assert next(stack.encoder.parameters()).dtype == torch.bfloat16
+    p = stack.agreement.probabilities([AgreementItem("Q?", "Yes.", "It's good to help.")])
+    assert p.shape == (1, 3) and abs(p.sum() - 1) < 1e-6
+    assert stack.embed(["one sentence"]).dtype.name == "float32"
+
+
+# --------------------------------------------------------------------------- training
+
+
+def test_training_configs_check_and_settle_their_placement() -> None:
+    from training.sft import settle_placement, shared_trainer_args
+    from training.sft_config import SFTConfigError, SFTRunConfig
+
+    with pytest.raises(SFTConfigError, match=r"'device' must be auto, cpu, cuda"):
+        SFTRunConfig(device="tpu").validate()
+    with pytest.raises(SFTConfigError, match=r"CUDA_VISIBLE_DEVICES"):
+        SFTRunConfig(device="cuda:1").validate()
+    with pytest.raises(SFTConfigError, match=r"'use_cpu' is true but 'device' is cuda"):
+        SFTRunConfig(device="cuda", use_cpu=True).validate()
+    old_style = settle_placement(SFTRunConfig(use_cpu=True, dtype="bfloat16"))
+    assert (old_style.device, old_style.dtype, old_style.use_cpu) == ("cpu", "bfloat16", False)
+    args = shared_trainer_args(old_style, Path("ckpt"), evaluate=False)
+    assert (args["use_cpu"], args["bf16"], args["fp16"]) == (True, True, False)
+    if not torch.cuda.is_available():
+        settled = settle_placement(SFTRunConfig())
+        assert (settled.device, settled.dtype) == ("cpu", "float32")
+        with pytest.raises(SFTConfigError, match=r"device is cuda, but torch"):
+            settle_placement(SFTRunConfig(device="cuda"))
