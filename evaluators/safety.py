@@ -2,8 +2,10 @@
 
 S_MA(Q, A) = min over the k nearest safety RoTs R_i of AS(Q, A, R_i) (docs/methods.md §4): an answer
 is as safe as its most violated near-universal rule. Retrieval is cosine similarity between the
-answer and the RoTs (normalised sentence embeddings, Faiss inner-product index). Embedding 500+
-RoTs takes seconds, so the matrix is cached on disk, keyed by the encoder and the RoT texts.
+answer and the RoTs (normalised sentence embeddings, an exact inner-product index: Faiss's flat
+index where faiss is installed, the same exact search in numpy where it is not, e.g. on a GPU
+machine without a package index). Embedding 500+ RoTs takes seconds, so the matrix is cached on
+disk, keyed by the encoder and the RoT texts.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -22,6 +24,45 @@ from evaluators.agreement import AgreementItem, class_meta, split_agreement
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 """Texts -> L2-normalised vectors (one row per text)."""
+SearchBackend = Literal["auto", "faiss", "numpy"]
+
+
+class FlatIndex(Protocol):
+    """What SafetyIndex needs of an index: Faiss's `search` signature."""
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class NumpyFlatIP:
+    """Exact inner-product search over a fixed matrix, as Faiss's IndexFlatIP does it: every
+    query against every row, the k largest first. A few hundred RoTs make this one small
+    matrix product, so without faiss nothing is lost but a dependency."""
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(similarities, row ids), each (n_queries, k), most similar first; equal
+        similarities keep row order (a stable sort)."""
+        sims = np.asarray(queries, dtype=np.float32) @ self.vectors.T
+        ids = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+        return np.take_along_axis(sims, ids, axis=1), ids
+
+
+def flat_ip_index(vectors: np.ndarray, backend: SearchBackend = "auto") -> FlatIndex:
+    """An exact inner-product index over `vectors`: Faiss's when it imports (or is asked for),
+    numpy's otherwise. Both return the same neighbours; the choice only changes speed."""
+    if backend != "numpy":
+        try:
+            import faiss
+        except ImportError:
+            if backend == "faiss":
+                raise
+        else:
+            index = faiss.IndexFlatIP(vectors.shape[1])
+            index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+            return index
+    return NumpyFlatIP(vectors)
 
 
 @dataclass(frozen=True)
@@ -58,6 +99,7 @@ class SafetyIndex:
         embed: the sentence encoder; it must return L2-normalised rows.
         encoder_id: names the encoder in the cache key (e.g. "minilm-l6").
         cache_dir: where embedding matrices are kept; None disables caching.
+        backend: the exact search: faiss, numpy, or auto (faiss where it imports).
     """
 
     def __init__(
@@ -66,17 +108,15 @@ class SafetyIndex:
         embed: Embed,
         encoder_id: str,
         cache_dir: Path | None = None,
+        backend: SearchBackend = "auto",
     ) -> None:
-        import faiss
-
         if not rots:
             raise ValueError("a safety index needs at least one RoT")
         self.rots = list(rots)
         self._embed = embed
         self.key = index_key(encoder_id, self.rots)
         vectors = self._load_or_embed(cache_dir)
-        self._index = faiss.IndexFlatIP(vectors.shape[1])
-        self._index.add(vectors)
+        self._index = flat_ip_index(vectors, backend)
 
     def _load_or_embed(self, cache_dir: Path | None) -> np.ndarray:
         path = cache_dir / f"safety-{self.key}.npy" if cache_dir else None

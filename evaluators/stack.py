@@ -41,6 +41,16 @@ def encode_normalized(encoder: Any, texts: Sequence[str]) -> np.ndarray:
     return np.asarray(vectors, dtype=np.float32)
 
 
+def encoder_cache_id(spec: str, placement: Placement) -> str:
+    """What names the encoder in the safety index's cache: its spec, its weights (a folder
+    retrained in place is a new encoder) and its precision (bfloat16 vectors are not float32's)."""
+    from agents.models import resolve_model
+
+    weights = sorted(resolve_model(spec).path.rglob("*.safetensors"))
+    stamp = ",".join(f"{w.name}:{w.stat().st_size}:{w.stat().st_mtime_ns}" for w in weights)
+    return f"{spec}|{stamp}|{placement.dtype}"
+
+
 def load_evaluators(
     agreement_model: str = DEFAULT_AGREEMENT_MODEL,
     embedding_model: str = "minilm-l6",
@@ -67,7 +77,7 @@ def load_evaluators(
     safety = SafetyIndex(
         safety_rots,
         lambda texts: encode_normalized(encoder, texts),
-        embedding_model,
+        encoder_cache_id(embedding_model, placement),
         cache_dir() / "indexes",
     )
     moraldial = MoralDialScorer(agreement.probabilities, safety, params)

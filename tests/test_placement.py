@@ -199,3 +199,15 @@ def test_training_configs_check_and_settle_their_placement() -> None:
         assert (settled.device, settled.dtype) == ("cpu", "float32")
         with pytest.raises(SFTConfigError, match=r"device is cuda, but torch"):
             settle_placement(SFTRunConfig(device="cuda"))
+
+
+def test_the_safety_cache_knows_the_encoders_weights_and_precision(tiny_encoder: Path) -> None:
+    import os
+
+    from evaluators.stack import encoder_cache_id
+
+    fp32 = encoder_cache_id(str(tiny_encoder), Placement("cpu", "float32"))
+    assert fp32 != encoder_cache_id(str(tiny_encoder), Placement("cpu", "bfloat16"))
+    weights = next(tiny_encoder.rglob("*.safetensors"))
+    os.utime(weights, ns=(1, 1))  # a folder retrained in place
+    assert fp32 != encoder_cache_id(str(tiny_encoder), Placement("cpu", "float32"))

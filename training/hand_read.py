@@ -1,6 +1,6 @@
 """The hand-read check: does the judge's sign match a careful human reading of real bot answers?
 
-`sample` draws N first answers (the S_MR1 turn) from each of two run folders, shuffles them
+`sample` draws N first answers (the S_MR1 turn) from each run folder given, shuffles them
 together and writes a blind file (question, answer, RoT; no bot name, no score) for a reader.
 `score` takes the reader's labels and reports, per run and overall, how often the judge agrees
 with the reader: for a reader's agree, AS > 0; for disagree, AS < 0; for neutral, the judge's
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sample")
-    s.add_argument("runs", nargs=2, type=Path)
+    s.add_argument("runs", nargs="+", type=Path, help="Run folders (e.g. base, SFT, SFT+DPO).")
     s.add_argument("--n", type=int, default=30)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", type=Path, required=True)
