@@ -211,3 +211,22 @@ def test_the_safety_cache_knows_the_encoders_weights_and_precision(tiny_encoder:
     weights = next(tiny_encoder.rglob("*.safetensors"))
     os.utime(weights, ns=(1, 1))  # a folder retrained in place
     assert fp32 != encoder_cache_id(str(tiny_encoder), Placement("cpu", "float32"))
+
+
+@NO_CUDA
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["chat", "--set", "evaluators.device=cuda"],
+        ["serve", "--device", "cuda"],
+        ["train", "scorer", "--output", "never-written", "--device", "cuda"],
+    ],
+)
+def test_every_command_refuses_cuda_without_it_before_loading(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, args, terminal_width=200)
+    assert result.exit_code == 2, result.output
+    assert "device is cuda, but torch" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "never-written").exists()
