@@ -21,20 +21,32 @@ from typing import Any
 
 from scenarios.jsonl import read_dialogues
 
+ANSWER_KINDS = {"first": "S_MR1", "related": "S_RIL"}
+"""What a reader can be shown: the first answer (read against the hidden RoT, S_MR1) and the
+answer to the related question (the same RoT, a new question: S_RIL)."""
+
 
 def first_answers(run_dir: Path) -> list[dict[str, Any]]:
+    return scored_answers(run_dir, "first")
+
+
+def scored_answers(run_dir: Path, kind: str = "first") -> list[dict[str, Any]]:
+    """Every MoralDial answer of `kind` in a run, with its question, RoT and the judge's
+    reading (AS and class probabilities)."""
+    metric = ANSWER_KINDS[kind]
     out = []
     for d in read_dialogues(run_dir / "dialogues.jsonl"):
-        found = d.scores_named("S_MR1")
+        found = d.scores_named(metric)
         if d.flow != "moraldial" or not found or d.hidden_rot is None:
             continue
         score = found[0]
         turn = d.turns[score.turn]  # type: ignore[index]
-        question = d.turns[0].meta.get("question", d.turns[0].text)
+        asked = d.turns[0] if kind == "first" else d.turns[score.turn - 1]  # type: ignore[operator]
         out.append(
             {
                 "dialogue": d.id,
-                "question": question,
+                "kind": kind,
+                "question": asked.meta.get("question", asked.text),
                 "answer": turn.text,
                 "rot": d.hidden_rot.text,
                 "as": score.value,
@@ -57,7 +69,13 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sample")
     s.add_argument("runs", nargs="+", type=Path, help="Run folders (e.g. base, SFT, SFT+DPO).")
-    s.add_argument("--n", type=int, default=30)
+    s.add_argument("--n", type=int, default=30, help="Answers of each kind per run.")
+    s.add_argument(
+        "--kind",
+        action="append",
+        choices=sorted(ANSWER_KINDS),
+        help="Which answers to show (repeatable): first (default) and/or related.",
+    )
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", type=Path, required=True)
     s.add_argument("--key", type=Path, required=True)
@@ -76,9 +94,10 @@ def main(argv: list[str] | None = None) -> None:
         rng = random.Random(args.seed)
         rows = []
         for run in args.runs:
-            answers = first_answers(run)
-            for row in rng.sample(answers, min(args.n, len(answers))):
-                rows.append({**row, "run": run.name})
+            for kind in args.kind or ["first"]:
+                answers = scored_answers(run, kind)
+                for row in rng.sample(answers, min(args.n, len(answers))):
+                    rows.append({**row, "run": run.name})
         rng.shuffle(rows)
         for spec in args.also:
             for row, (value, p) in zip(rows, other_reading(spec, rows), strict=True):
@@ -130,7 +149,9 @@ def agreement_with_reader(
     by_run: dict[str, list[tuple[str, bool]]] = {}
     for item, row in key.items():
         label, judged = labels[item], reading(row)
-        by_run.setdefault(row["run"], []).append(
+        kind = row.get("kind", "first")
+        group = row["run"] if kind == "first" else f"{row['run']} ({kind})"
+        by_run.setdefault(group, []).append(
             (label, judge_matches(label, judged["as"], judged["p"]))
         )
     out: dict[str, Any] = {}
