@@ -85,8 +85,8 @@ class TransformersAgent:
         max_context_tokens: int = 1024,
         generation: GenerationSettings | None = None,
         batch_size: int = 16,
-        device: str = "auto",
-        dtype: str = "auto",
+        device: str = "cpu",
+        dtype: str = "float32",
     ) -> None:
         import torch
 
@@ -96,7 +96,7 @@ class TransformersAgent:
         self.seq2seq = kind == "seq2seq-lm"
         if adapter:
             self.model = _with_adapter(self.model, adapter, merge)
-            self.model.to(self.placement.device, self.placement.torch_dtype).eval()
+            self.model.to(self.placement.device).eval()  # LoRA weights: PEFT's own dtype
             self.tokenizer = _adapter_tokenizer(adapter, self.tokenizer)
         self._settle(
             self.placement.device, system_prompt, rots, max_context_tokens, generation, batch_size

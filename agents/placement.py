@@ -75,7 +75,11 @@ def cuda_state() -> tuple[int, bool]:
 
     if not torch.cuda.is_available():
         return 0, False
-    return torch.cuda.device_count(), bool(torch.cuda.is_bf16_supported())
+    try:  # emulated bfloat16 (T4, V100) is slower than float16: count only the real thing
+        bf16 = torch.cuda.is_bf16_supported(including_emulation=False)
+    except TypeError:  # a torch without the argument
+        bf16 = torch.cuda.is_bf16_supported()
+    return torch.cuda.device_count(), bool(bf16)
 
 
 def resolve_placement(

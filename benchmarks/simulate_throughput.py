@@ -164,14 +164,20 @@ def run_in_process(args: argparse.Namespace, questions: list, settings: Generati
 
 def run_on_ray(args: argparse.Namespace, questions: list, settings: GenerationSettings):
     from evaluators.moraldial import MoralDialParams as Params
+    from moralsim.backend_specs import actor_device  # a run's rule: auto needs reserved GPUs
     from simulators.backend import open_backend
     from simulators.live import LiveStats
     from simulators.ray_actors import AgentSpec, EvaluatorSpec
     from simulators.ray_runtime import RayOptions
 
-    agent = AgentSpec("transformers", args.model, bot_kwargs(args, settings))
+    kwargs = {
+        **bot_kwargs(args, settings),
+        "device": actor_device(args.device, True, args.bot_num_gpus),
+    }
+    agent = AgentSpec("transformers", args.model, kwargs)
+    scorer_device = actor_device(args.device, True, args.evaluator_num_gpus)
     evaluators = EvaluatorSpec(
-        args.scorer, args.encoder, None, Params(), device=args.device, dtype=args.dtype
+        args.scorer, args.encoder, None, Params(), device=scorer_device, dtype=args.dtype
     )
     options = RayOptions(
         bot_threads=args.threads,

@@ -34,7 +34,7 @@ class AgreementScorer:
         model: local folder or embedded name (default `agreement-minilm`, trained on first use).
         batch_size: pairs per forward pass.
         max_length: tokens per pair (longer pairs are truncated, longest segment first).
-        device, dtype: where it runs (agents.placement; auto: the GPU in bfloat16 if any).
+        device, dtype: where it runs (agents.placement; a config's `auto` is resolved there).
     """
 
     name = "agreement"
@@ -45,8 +45,8 @@ class AgreementScorer:
         batch_size: int = 64,
         max_length: int = 256,
         *,
-        device: str = "auto",
-        dtype: str = "auto",
+        device: str = "cpu",
+        dtype: str = "float32",
     ) -> None:
         from agents.models import ModelError, force_offline, resolve_model
         from agents.placement import resolve_placement

@@ -83,7 +83,7 @@ class LocalJudge:
     """A local causal LM asked the judge question; P from the log-likelihood of each word."""
 
     def __init__(
-        self, model: str, batch_size: int = 8, *, device: str = "auto", dtype: str = "auto"
+        self, model: str, batch_size: int = 8, *, device: str = "cpu", dtype: str = "float32"
     ) -> None:
         from agents.hf import TransformersAgent
         from agents.models import resolve_model

@@ -38,7 +38,7 @@ def registered_scorer(spec: str) -> Any:
 
 
 def open_agreement_scorer(
-    spec: str, batch_size: int = 64, *, device: str = "auto", dtype: str = "auto"
+    spec: str, batch_size: int = 64, *, device: str = "cpu", dtype: str = "float32"
 ) -> Any:
     """The scorer a spec names (a registered scorer, a classifier or causal-LM folder, an
     endpoint) on `device`/`dtype` where it loads a model; raises ModelError / ScorerSpecError

@@ -57,8 +57,8 @@ def load_evaluators(
     safety_rots: Sequence[str] | None = None,
     params: MoralDialParams | None = None,
     *,
-    device: str = "auto",
-    dtype: str = "auto",
+    device: str = "cpu",
+    dtype: str = "float32",
 ) -> Evaluators:
     """Load the encoder, the agreement scorer and the safety index (default: core pack RoTs),
     both models on `device`/`dtype` (agents.placement)."""

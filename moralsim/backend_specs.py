@@ -171,6 +171,12 @@ def actor_device(device: str, on_ray: bool, num_gpus: float) -> str:
     return "cuda" if num_gpus > 0 else "cpu"
 
 
+def phraser_device(run: RunConfig) -> str:
+    """The phraser follows the bot's device, in the driver: under Ray that process reserved no
+    GPU, so there `auto` is the CPU (as for an actor without GPUs)."""
+    return actor_device(run.bot.device, run.runtime.ray, 0)
+
+
 def placement_problem(run: RunConfig, on_ray: bool | None = None) -> str | None:
     """Why the run's devices cannot work (one line), checked before any model loads, or None.
 
@@ -194,6 +200,11 @@ def placement_problem(run: RunConfig, on_ray: bool | None = None) -> str | None:
             resolve_placement(section.device, section.dtype, prefix=f"{name}.")
         except PlacementError as exc:
             return str(exc)
+    if user_policy(run) != run.user.policy and run.user.phraser_model:
+        try:  # it runs here, in the driver, whatever the runtime
+            resolve_placement(phraser_device(run), run.bot.dtype, prefix="bot.")
+        except PlacementError as exc:
+            return f"the simulated user's phraser runs in this process: {exc}"
     return None
 
 
@@ -232,7 +243,7 @@ def phraser(run: RunConfig) -> Any:
         run.user.phraser_model,
         generation=GenerationSettings(max_new_tokens=60, seed=run.seed),
         batch_size=run.bot.batch_size,
-        device=run.bot.device,
+        device=phraser_device(run),
         dtype=run.bot.dtype,
     )
     return LLMUserPhraser(user_model)

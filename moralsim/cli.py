@@ -155,6 +155,7 @@ def simulate(
 def _simulate(run: RunConfig, resume: bool) -> None:
     from agents.models import ModelError, resolve_model
     from agents.openai_client import AgentError
+    from agents.placement import PlacementError
     from evaluators.llm_judge import parse_endpoint_spec
     from evaluators.scorers import registered_scorer
     from moralsim.backend_specs import local_bot_model, user_policy
@@ -197,7 +198,7 @@ def _simulate(run: RunConfig, resume: bool) -> None:
                     f"{' or '.join(kinds)}"
                 )
         result = run_simulation(run, resume=resume, say=lambda m: console.print(m, highlight=False))
-    except (ConfigError, RuntimeFailure, AgentError) as exc:
+    except (ConfigError, RuntimeFailure, AgentError, PlacementError) as exc:
         raise _fail(str(exc)) from None
     _print_summary(result.run_dir)
     console.print(

@@ -362,6 +362,14 @@ def _check_values(config: Any, prefix: str) -> None:
             if value < low or (high is not None and value > high):
                 bound = f">= {low}" if high is None else f"between {low} and {high}"
                 raise ConfigError(f"'{prefix}{f.name}' must be {bound}, got {value!r}")
+    if isinstance(config, RuntimeConfig):
+        for key in ("bot_num_gpus", "evaluator_num_gpus"):
+            value = getattr(config, key)
+            if value > 1 and not float(value).is_integer():
+                raise ConfigError(
+                    f"'{prefix}{key}' must be a fraction of one GPU (up to 1) or a whole number "
+                    f"of GPUs (Ray's rule), got {value!r}"
+                )
     problems = getattr(config, "problems", None)
     if callable(problems):  # a flow's options check themselves
         for key, message in problems():

@@ -28,6 +28,9 @@ from moralsim.config import (
 
 FREE_SECTIONS: tuple[str, ...] = ("runtime", "name", "output_dir")
 """Settings a resumed run may change: where it runs (and the keys that found the folder)."""
+FREE_KEYS: tuple[str, ...] = ("bot.device", "bot.dtype", "evaluators.device", "evaluators.dtype")
+"""Also free as written: what they resolve to (runtime.json) must match the first part's,
+which the run checks once its models are loaded (`auto` may mean another device elsewhere)."""
 
 
 def resumable_config(config_path: Path | None, overrides: list[str]) -> RunConfig:
@@ -57,7 +60,7 @@ def resumable_config(config_path: Path | None, overrides: list[str]) -> RunConfi
     differing = [
         key
         for key in _leaf_differences(saved_data, config_to_dict(resumed))
-        if key.split(".")[0] not in FREE_SECTIONS
+        if key.split(".")[0] not in FREE_SECTIONS and key not in FREE_KEYS
     ]
     if differing:
         shown = "; ".join(

@@ -112,8 +112,10 @@ def _simulate_locked(run: RunConfig, resume: bool, say: Callable[[str], None]) -
         DialogueWriter(records) as writer,
     ):  # fmt: skip
         result.runtime = backend.description
+        if done:
+            check_same_placements(run_dir, backend.placements)
         say(f"models: {backend.description}")
-        write_runtime(run_dir, backend.description)
+        write_runtime(run_dir, backend.description, backend.placements)
         live = LiveStats()
         counted = [0]
         for flow in flows:
@@ -146,9 +148,37 @@ RUNTIME_FILE = "runtime.json"
 config says `auto`, the report says what that turned out to be."""
 
 
-def write_runtime(run_dir: Path, description: str) -> None:
-    text = json.dumps({"models": description}, indent=2) + "\n"
+EARLIER_PLACEMENT = "cpu float32"
+"""Where every model of a run saved before runtime.json existed ran: releases without a GPU
+path loaded them all on the CPU in float32."""
+
+
+def write_runtime(run_dir: Path, description: str, placements: dict[str, str | None]) -> None:
+    text = json.dumps({"models": description, **placements}, indent=2) + "\n"
     (run_dir / RUNTIME_FILE).write_text(text, encoding="utf-8")
+
+
+def check_same_placements(run_dir: Path, now: dict[str, str | None]) -> None:
+    """A resumed run must run its models where its first part did: bfloat16 on a GPU gives
+    other replies and scores than float32 on the CPU, and one run's records must not mix them.
+    Raises ConfigError naming the keys to set; nothing has been written yet."""
+    try:
+        before = json.loads((run_dir / RUNTIME_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        before = {"bot": EARLIER_PLACEMENT if now.get("bot") else None}
+        before["scorers"] = EARLIER_PLACEMENT
+    except (OSError, ValueError):
+        return  # an unreadable runtime.json is rewritten below; the records are the run
+    for part, keys in (
+        ("bot", "bot.device / bot.dtype"),
+        ("scorers", "evaluators.device / evaluators.dtype"),
+    ):
+        if before.get(part) != now.get(part):
+            raise ConfigError(
+                f"cannot resume {run_dir}: its {part} ran on {before.get(part)}, this run would "
+                f"run it on {now.get(part)}; set {keys} to match (e.g. --set bot.device=cpu "
+                "--set bot.dtype=float32)"
+            )
 
 
 def _earlier_sections(path: Path, say: Callable[[str], None]) -> dict[str, Any]:

@@ -55,9 +55,20 @@ def eval_scorer(
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write every figure to this JSON file.")
     ] = None,
+    device: Annotated[
+        str,
+        typer.Option(
+            help="Where a local scorer runs (auto, cpu, cuda, cuda:N); the default keeps card "
+            "figures comparable across machines."
+        ),
+    ] = "cpu",
+    dtype: Annotated[
+        str, typer.Option(help="A local scorer's precision (auto, float32, bfloat16, float16).")
+    ] = "float32",
 ) -> None:
     """Accuracy, macro-F1, sign and pairwise accuracy, per phenomenon, with the confusion matrix."""
     from agents.models import ModelError
+    from agents.placement import PlacementError, resolve_placement
     from evaluators.llm_judge import JudgeError
     from evaluators.scorer_eval import (
         LabelledSet,
@@ -75,6 +86,10 @@ def eval_scorer(
     from scenarios.pack import load_pack
 
     # Validate every input before loading the model.
+    try:
+        placement = resolve_placement(device, dtype, prefix="--")
+    except PlacementError as exc:
+        raise _fail(str(exc)) from None
     labelled: list[LabelledSet] = []
     pairs: list[PairSet] = []
     try:
@@ -89,7 +104,7 @@ def eval_scorer(
     if not labelled and not pairs:
         raise _fail("nothing to evaluate: give --data or --moral-stories, or drop --no-pack")
     try:
-        scorer = open_agreement_scorer(model)
+        scorer = open_agreement_scorer(model, device=placement.device, dtype=placement.dtype)
         figures = evaluate_scorer(scorer, labelled, pairs)
     except (ModelError, ScorerSpecError, JudgeError) as exc:
         raise _fail(str(exc)) from None

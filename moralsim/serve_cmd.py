@@ -99,7 +99,8 @@ def serve(
     try:
         agent = TransformersAgent(
             model, adapter=adapter, merge=merge, system_prompt=system_prompt,
-            max_context_tokens=max_context_tokens, device=placement.device,
+            max_context_tokens=max_context_tokens, batch_size=max_batch_size,
+            device=placement.device,
             dtype=placement.dtype,
         )  # fmt: skip
     except (ModelError, FileNotFoundError, ValueError) as exc:

@@ -41,6 +41,8 @@ class Backend:
     embed: Callable[[Sequence[str]], np.ndarray]
     runner: InProcessRunner | RayRunner
     description: str
+    placements: dict[str, str | None]
+    """Where the models run: {"bot": "cuda bfloat16" or None (no local model), "scorers": ...}."""
 
 
 class RayTurnScorer:
@@ -69,12 +71,17 @@ class RayTurnScorer:
         return finish_scores(dialogue, self.params)
 
 
-def placements(bot_info: Any, evaluators: str) -> str:
-    """Where the models run, as a run's log and summary say it: 'bot cuda bfloat16, scorers
-    cpu float32' (a bot without local weights has no device)."""
+def placements(bot_info: Any, evaluators: str) -> dict[str, str | None]:
+    """Where the models run: the bot's device and dtype (None: no local weights) and the
+    evaluators'."""
     extra = getattr(bot_info, "extra", {}) or {}
-    bot = f"{extra['device']} {extra['dtype']}" if "device" in extra else "no local model"
-    return f"bot {bot}, scorers {evaluators}"
+    bot = f"{extra['device']} {extra['dtype']}" if "device" in extra else None
+    return {"bot": bot, "scorers": evaluators}
+
+
+def describe_placements(where: dict[str, str | None]) -> str:
+    """As a run's log and report say it: 'bot cuda bfloat16, scorers cpu float32'."""
+    return f"bot {where['bot'] or 'no local model'}, scorers {where['scorers']}"
 
 
 def _resources(cpus: float, gpus: float) -> str:
@@ -102,7 +109,7 @@ def open_backend(
         where = placements(bot.info, str(stack.placement))
         yield Backend(
             bot, stack.moraldial, stack.agreement.probabilities, stack.embed, runner,
-            f"in process; {where}",
+            f"in process; {describe_placements(where)}", where,
         )  # fmt: skip
         return
     with ray_session(ray):
@@ -126,7 +133,8 @@ def open_backend(
             description = (
                 f"ray ({ray.bot_replicas} bot x {_resources(ray.bot_num_cpus, ray.bot_num_gpus)}, "
                 f"{ray.evaluator_replicas} evaluator x "
-                f"{_resources(ray.evaluator_num_cpus, ray.evaluator_num_gpus)}); {where}"
+                f"{_resources(ray.evaluator_num_cpus, ray.evaluator_num_gpus)}); "
+                + describe_placements(where)
             )
             yield Backend(
                 bot,
@@ -135,6 +143,7 @@ def open_backend(
                 proxies.embed,
                 runner_ray,
                 description,
+                where,
             )
         finally:
             bots.kill()

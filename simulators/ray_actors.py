@@ -86,11 +86,24 @@ class AgentSpec:
         return CachedAgent(
             agent,
             ResponseCache(self.response_cache),
-            f"{self.model}@{base_url}" if base_url else self.model,
+            cached_model_id(self.model, base_url, agent.info),
             adapter_hash(self.kwargs.get("adapter")),
             self.kwargs.get("generation") or GenerationSettings(),
             system=getattr(agent, "system", None),
         )
+
+
+def cached_model_id(model: str, base_url: str | None, info: AgentInfo) -> str:
+    """The model's name in the response cache: an endpoint's replies depend on the server, a
+    local model's on where it ran (bfloat16 on a GPU gives other greedy replies than float32 on
+    the CPU). CPU float32, the only placement of earlier releases, keeps the plain name so
+    their caches stay valid."""
+    if base_url:
+        return f"{model}@{base_url}"
+    where = (info.extra.get("device"), info.extra.get("dtype"))
+    if where[0] is None or where == ("cpu", "float32"):
+        return model
+    return f"{model}|{where[0].split(':')[0]} {where[1]}"
 
 
 @dataclass(frozen=True)

@@ -230,3 +230,73 @@ def test_every_command_refuses_cuda_without_it_before_loading(
     assert result.exit_code == 2, result.output
     assert "device is cuda, but torch" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "never-written").exists()
+
+
+def test_cached_replies_are_kept_apart_by_placement() -> None:
+    from agents.base import AgentInfo
+    from simulators.ray_actors import cached_model_id
+
+    def info(device: str, dtype: str) -> AgentInfo:
+        return AgentInfo("m", extra={"device": device, "dtype": dtype})
+
+    assert cached_model_id("m", None, info("cpu", "float32")) == "m"  # earlier caches stay valid
+    assert cached_model_id("m", None, info("cuda:1", "bfloat16")) == "m|cuda bfloat16"
+    assert cached_model_id("m", None, AgentInfo("m")) == "m"  # a scripted bot
+    assert cached_model_id("m", "http://h/v1", info("cpu", "float32")) == "m@http://h/v1"
+
+
+def test_a_resumed_run_must_place_its_models_as_its_first_part(tmp_path: Path) -> None:
+    from moralsim.run_simulation import check_same_placements, write_runtime
+
+    here = {"bot": "cpu float32", "scorers": "cpu float32"}
+    check_same_placements(tmp_path, here)  # no runtime.json: an earlier release, CPU float32
+    gpu = {"bot": "cuda bfloat16", "scorers": "cpu float32"}
+    with pytest.raises(ConfigError, match=r"its bot ran on cpu float32, this run would run it on"):
+        check_same_placements(tmp_path, gpu)
+    write_runtime(tmp_path, "in process; bot cuda bfloat16, scorers cpu float32", gpu)
+    check_same_placements(tmp_path, gpu)
+    with pytest.raises(ConfigError, match=r"set bot\.device / bot\.dtype to match"):
+        check_same_placements(tmp_path, here)
+
+
+def test_resuming_may_state_the_device_that_matches(tmp_path: Path) -> None:
+    from moralsim.config import save_config
+    from moralsim.resume import resumable_config
+
+    run = config_from_dict({"name": "r", "output_dir": str(tmp_path)})
+    save_config(run, tmp_path / "r" / "config.yaml")
+    stated = ["name=r", f"output_dir={tmp_path}", "bot.device=cpu", "bot.dtype=float32"]
+    assert resumable_config(None, stated).bot.device == "cpu"
+    with pytest.raises(ConfigError, match="seed"):
+        resumable_config(None, [*stated, "seed=3"])
+
+
+def test_gpu_reservations_follow_rays_rule_and_the_phraser_is_checked_too() -> None:
+    with pytest.raises(ConfigError, match=r"'runtime\.bot_num_gpus' must be a fraction"):
+        config_from_dict({"runtime": {"bot_num_gpus": 1.5}})
+    assert config_from_dict({"runtime": {"bot_num_gpus": 2}}).runtime.bot_num_gpus == 2.0
+    if torch.cuda.is_available():
+        return
+    run = config_from_dict(
+        {
+            "bot": {"device": "cuda"},
+            "user": {"policy": "llm", "phraser_model": "smollm2-135m-instruct"},
+            "runtime": {"bot_num_gpus": 1},
+        }
+    )
+    assert placement_problem(run).startswith("the simulated user's phraser runs in this process")
+
+
+def test_training_refuses_what_its_trainer_cannot_do() -> None:
+    from training.sft import keys_it_lacked, settle_placement
+    from training.sft_config import SFTConfigError, SFTRunConfig
+
+    with pytest.raises(SFTConfigError, match=r"float16 trains only on a GPU"):
+        settle_placement(SFTRunConfig(device="cpu", dtype="float16"))
+    assert keys_it_lacked({"use_cpu": True})["device"] == "cpu"
+    assert keys_it_lacked({"use_cpu": False}) == {
+        "group_by_length": False,
+        "device": "cuda",
+        "dtype": "float32",
+    }
+    assert "device" not in keys_it_lacked({"device": "cuda", "use_cpu": False})

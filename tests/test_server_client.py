@@ -733,6 +733,7 @@ def test_serve_command_builds_the_agent_and_app(monkeypatch: pytest.MonkeyPatch)
         "model": "tiny", "adapter": None, "merge": False, "system_prompt": None,
         "max_context_tokens": 2048,  # a run's default, so served and local replies match
         "device": "cpu" if not torch.cuda.is_available() else "cuda", "dtype": made["dtype"],
+        "batch_size": 16,  # --max-batch-size: the agent generates what the server batches
     }  # fmt: skip
     assert (ran["host"], ran["port"]) == ("127.0.0.1", 8123)
     assert isinstance(ran["app"], FastAPI)

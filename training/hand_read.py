@@ -19,6 +19,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from evaluators.moraldial import last_step_index
 from scenarios.jsonl import read_dialogues
 
 ANSWER_KINDS = {"first": "S_MR1", "related": "S_RIL"}
@@ -41,7 +42,9 @@ def scored_answers(run_dir: Path, kind: str = "first") -> list[dict[str, Any]]:
             continue
         score = found[0]
         turn = d.turns[score.turn]  # type: ignore[index]
-        asked = d.turns[0] if kind == "first" else d.turns[score.turn - 1]  # type: ignore[operator]
+        # the question the judge read the answer against (as evaluators.moraldial finds it)
+        asked_at = 0 if kind == "first" else last_step_index(d.turns, "related", score.turn)
+        asked = d.turns[asked_at or 0]
         out.append(
             {
                 "dialogue": d.id,

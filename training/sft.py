@@ -121,17 +121,19 @@ def _prepare_output(config: Any, say: Say, kind: str = "SFT") -> Path:
         shutil.rmtree(out)
     elif saved_config.is_file() and _last_checkpoint(checkpoints):
         before = json.loads(saved_config.read_text(encoding="utf-8"))
+        before = {**keys_it_lacked(before), **before}
         now = config_dict(config)
         changed = sorted(
             k
             for k in set(before) | set(now)
-            if k not in RESUMABLE_CHANGES and before.get(k, KEYS_ADDED_LATER.get(k)) != now.get(k)
+            if k not in RESUMABLE_CHANGES and before.get(k) != now.get(k)
         )
         if changed:
+            was = ", ".join(f"{k}={before.get(k)!r}" for k in changed)
             raise SFTConfigError(
                 f"'output_dir': {out} holds an unfinished run with a different "
-                f"{', '.join(changed)}; rerun with the same settings to resume, or pass "
-                "--overwrite to start again"
+                f"{', '.join(changed)} (it had {was}); rerun with the same settings to resume, "
+                "or pass --overwrite to start again"
             )
     out.mkdir(parents=True, exist_ok=True)
     saved_config.write_text(json.dumps(config_dict(config), indent=2) + "\n", encoding="utf-8")
@@ -272,16 +274,32 @@ def shared_trainer_args(config: Any, checkpoints: Path, evaluate: bool) -> dict[
     }
 
 
+def keys_it_lacked(saved: dict[str, Any]) -> dict[str, Any]:
+    """The values a run saved before a key existed trained with: KEYS_ADDED_LATER, except that
+    a run with use_cpu false trained on the GPU (in float32) before `device` existed."""
+    lacked = {k: v for k, v in KEYS_ADDED_LATER.items() if k not in saved}
+    if "device" in lacked and saved.get("use_cpu") is False:
+        lacked["device"] = "cuda"
+    return lacked
+
+
 def settle_placement(config: Any) -> Any:
     """An SFT or DPO config with `device` and `dtype` resolved on this machine (auto: the GPU in
     bfloat16 where torch sees one), so the run folder records where it trained and a resume on
     another device or precision is refused; raises SFTConfigError naming the key."""
-    from agents.placement import PlacementError, resolve_placement
+    from agents.placement import PlacementError, cuda_state, resolve_placement
 
     try:
         placement = resolve_placement("cpu" if config.use_cpu else config.device, config.dtype)
     except PlacementError as exc:
         raise SFTConfigError(str(exc)) from None
+    if placement.dtype == "float16" and not placement.on_cuda:
+        raise SFTConfigError("'dtype' float16 trains only on a GPU; on the CPU use float32")
+    if placement.on_cuda and cuda_state()[0] > 1:
+        raise SFTConfigError(
+            f"'device' is {placement.device} and {cuda_state()[0]} GPUs are visible: training "
+            "uses one GPU; pick it with CUDA_VISIBLE_DEVICES=N"
+        )
     return dataclasses.replace(
         config, device=placement.device, dtype=placement.dtype, use_cpu=False
     )
