@@ -152,14 +152,19 @@ PRESETS: dict[str, dict[str, Any]] = {
         "beta": 0.1,
         "learning_rate": 5e-5,
         "batch_size": 8,
-        "max_steps": 60,
-        "eval_steps": 20,
+        "max_steps": 30,
+        "eval_steps": 15,
         "max_eval_samples": 48,
         "max_length": 256,
         "output_dir": "models/moral-smollm2-dpo",
     }
 }
-"""moral-smollm2-dpo: DPO on top of the `moral-smollm2` SFT adapter (train that first)."""
+"""moral-smollm2-dpo: DPO on top of the `moral-smollm2` SFT adapter (train that first).
+
+30 steps of 8 pairs: dev preference accuracy was already 0.81 at step 15 and stayed there at 30
+(2026-12-01, seed 0); on 2 CPU cores a step took ~19 s on an idle machine (33-42 s while tests
+ran beside it) and each of the two evaluations ~70-85 s, so the preset takes ~12 minutes idle
+(1,132 s measured under load)."""
 
 
 def preset(name: str) -> dict[str, Any]:
