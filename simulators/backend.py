@@ -114,7 +114,7 @@ def open_backend(
         return
     with ray_session(ray):
         bots = start_bots(agent, ray, batch_size)
-        scorers = start_evaluators(evaluators, ray)
+        scorers = start_evaluators(evaluators, ray, batch_size)
         try:
             runner_ray = RayRunner(
                 bots,

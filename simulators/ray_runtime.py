@@ -254,11 +254,16 @@ def start_bots(spec: AgentSpec, options: RayOptions, max_batch_size: int) -> Act
     )  # fmt: skip
 
 
-def start_evaluators(spec: EvaluatorSpec, options: RayOptions) -> ActorPool:
+def start_evaluators(
+    spec: EvaluatorSpec, options: RayOptions, bot_batch_size: int = 64
+) -> ActorPool:
+    """The evaluator pool; it takes the turns of up to a bot batch at once (at least 64), so
+    scoring keeps pace with a bot that answers 64-256 dialogues per batch on a GPU."""
     return _start_pool(
         EvaluatorWorker, actor_options(options.evaluator_num_cpus, options.evaluator_num_gpus),
         options.evaluator_replicas,
-        spec, options.evaluator_num_cpus, options.evaluator_threads, 64, options.max_wait_ms,
+        spec, options.evaluator_num_cpus, options.evaluator_threads, max(64, bot_batch_size),
+        options.max_wait_ms,
     )  # fmt: skip
 
 

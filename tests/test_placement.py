@@ -300,3 +300,10 @@ def test_training_refuses_what_its_trainer_cannot_do() -> None:
         "dtype": "float32",
     }
     assert "device" not in keys_it_lacked({"device": "cuda", "use_cpu": False})
+
+
+def test_evaluators_batch_for_their_device() -> None:
+    from evaluators.stack import model_batch
+
+    assert model_batch(Placement("cpu", "float32")) == 64
+    assert model_batch(Placement("cuda", "bfloat16")) == 512
