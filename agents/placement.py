@@ -48,6 +48,13 @@ class Placement:
 
         return getattr(torch, self.dtype)
 
+    def synchronize(self) -> None:
+        """Wait for queued GPU work, so a timer read next measures it (no-op on the CPU)."""
+        if self.on_cuda:
+            import torch
+
+            torch.cuda.synchronize()
+
     def __str__(self) -> str:
         return f"{self.device} {self.dtype}"
 

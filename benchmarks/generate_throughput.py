@@ -28,7 +28,7 @@ import torch
 
 from agents.base import GenerationSettings
 from agents.hf import TransformersAgent, clean_reply
-from agents.placement import DEVICE_HELP, DTYPE_HELP, Placement
+from agents.placement import DEVICE_HELP, DTYPE_HELP
 from scenarios.pack import load_pack
 from scenarios.records import Turn
 
@@ -42,12 +42,6 @@ def count_new_tokens(sequences: torch.Tensor, width: int, pad_id: int, stop_ids:
             if token in stop_ids or token == pad_id:
                 break
     return total
-
-
-def synchronize(placement: Placement) -> None:
-    """Wait for queued GPU work, so a timer read next measures it (no-op on the CPU)."""
-    if placement.on_cuda:
-        torch.cuda.synchronize()
 
 
 def cycled(items: Sequence[str], offset: int, size: int) -> list[str]:
@@ -64,7 +58,7 @@ def raw_generate(agent: TransformersAgent, histories: list, max_new_tokens: int)
     ids = torch.tensor([[tok.pad_token_id] * (width - len(p)) + p for p in prompts])
     mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
     ids, mask = ids.to(agent.device), mask.to(agent.device)
-    synchronize(agent.placement)
+    agent.placement.synchronize()
     start = time.perf_counter()
     with torch.no_grad():
         out = agent.model.generate(
@@ -72,15 +66,15 @@ def raw_generate(agent: TransformersAgent, histories: list, max_new_tokens: int)
             do_sample=False, temperature=None, top_p=None, top_k=None,
             eos_token_id=agent.stop_ids, pad_token_id=tok.pad_token_id,
         )  # fmt: skip
-    synchronize(agent.placement)
+    agent.placement.synchronize()
     return out, width, time.perf_counter() - start
 
 
 def timed_respond(agent: TransformersAgent, histories: list) -> tuple[list[str], float]:
-    synchronize(agent.placement)
+    agent.placement.synchronize()
     start = time.perf_counter()
     replies = agent.respond(histories)
-    synchronize(agent.placement)
+    agent.placement.synchronize()
     return replies, time.perf_counter() - start
 
 

@@ -36,15 +36,10 @@ from typing import Any
 
 import torch
 
-from agents.placement import DEVICE_HELP, DTYPE_HELP, Placement
+from agents.placement import DEVICE_HELP, DTYPE_HELP
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "labels", "position_ids")
 """What the bare side feeds the model from a collated batch (TRL adds bookkeeping keys)."""
-
-
-def synchronize(placement: Placement) -> None:
-    if placement.on_cuda:
-        torch.cuda.synchronize()
 
 
 def run_config(args: argparse.Namespace, output_dir: Path) -> Any:
@@ -108,10 +103,10 @@ class BareLoRA:
         """Seconds of each of `count` steps."""
         times = []
         for _ in range(count):
-            synchronize(self.placement)
+            self.placement.synchronize()
             start = time.perf_counter()
             self.step()
-            synchronize(self.placement)
+            self.placement.synchronize()
             times.append(time.perf_counter() - start)
         return times
 
@@ -139,18 +134,18 @@ def interleaving_callback(bare: BareLoRA, warmup: int, block: int) -> Any:
 
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             if state.global_step == 0:
-                synchronize(bare.placement)
+                bare.placement.synchronize()
                 self.last = time.perf_counter()
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            synchronize(bare.placement)
+            bare.placement.synchronize()
             if state.global_step > warmup:
                 self.project.append(time.perf_counter() - self.last)
             if state.global_step == warmup:
                 bare.timed_steps(warmup)  # untimed: the bare side's warm-up
             elif state.global_step > warmup and (state.global_step - warmup) % block == 0:
                 self.bare += bare.timed_steps(block)
-            synchronize(bare.placement)
+            bare.placement.synchronize()
             self.last = time.perf_counter()
 
     return Interleave()

@@ -34,10 +34,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from generate_throughput import raw_generate  # a sibling script: benchmarks/ is on sys.path
 
 from agents.base import GenerationSettings
 from agents.hf import TransformersAgent
-from agents.placement import DEVICE_HELP, DTYPE_HELP, Placement
+from agents.placement import DEVICE_HELP, DTYPE_HELP
 from evaluators.agreement import AgreementItem
 from evaluators.moraldial import MoralDialParams
 from evaluators.stack import load_evaluators
@@ -77,34 +78,10 @@ class TimedScorer:
         return self.scorer.finish(dialogue)
 
 
-def synchronize(placement: Placement) -> None:
-    """Wait for queued GPU work, so a timer read next measures it (no-op on the CPU)."""
-    if placement.on_cuda:
-        torch.cuda.synchronize()
-
-
 def replay_raw(bot: TransformersAgent, batches: list[list[list]], max_new_tokens: int) -> float:
     """Seconds for plain `model.generate` over exactly these batches of histories, on the bot's
-    device and dtype (prompt building is not timed)."""
-    tok, model = bot.tokenizer, bot.model
-    seconds = 0.0
-    for batch in batches:
-        prompts = [bot.prompt_ids(h, max_new_tokens) for h in batch]
-        width = max(len(p) for p in prompts)
-        ids = torch.tensor([[tok.pad_token_id] * (width - len(p)) + p for p in prompts])
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
-        ids, mask = ids.to(bot.device), mask.to(bot.device)
-        synchronize(bot.placement)
-        start = time.perf_counter()
-        with torch.no_grad():
-            model.generate(
-                input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                do_sample=False, temperature=None, top_p=None, top_k=None,
-                eos_token_id=bot.stop_ids, pad_token_id=tok.pad_token_id,
-            )  # fmt: skip
-        synchronize(bot.placement)
-        seconds += time.perf_counter() - start
-    return seconds
+    device and dtype (prompt building is not timed), as generate_throughput times it."""
+    return sum(raw_generate(bot, batch, max_new_tokens)[2] for batch in batches)
 
 
 def warm_up(bot: TransformersAgent, questions: list, stack=None) -> None:

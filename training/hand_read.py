@@ -27,10 +27,6 @@ ANSWER_KINDS = {"first": "S_MR1", "related": "S_RIL"}
 answer to the related question (the same RoT, a new question: S_RIL)."""
 
 
-def first_answers(run_dir: Path) -> list[dict[str, Any]]:
-    return scored_answers(run_dir, "first")
-
-
 def scored_answers(run_dir: Path, kind: str = "first") -> list[dict[str, Any]]:
     """Every MoralDial answer of `kind` in a run, with its question, RoT and the judge's
     reading (AS and class probabilities)."""

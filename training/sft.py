@@ -295,9 +295,10 @@ def settle_placement(config: Any) -> Any:
         raise SFTConfigError(str(exc)) from None
     if placement.dtype == "float16" and not placement.on_cuda:
         raise SFTConfigError("'dtype' float16 trains only on a GPU; on the CPU use float32")
-    if placement.on_cuda and cuda_state()[0] > 1:
+    visible = cuda_state()[0] if placement.on_cuda else 0
+    if visible > 1:
         raise SFTConfigError(
-            f"'device' is {placement.device} and {cuda_state()[0]} GPUs are visible: training "
+            f"'device' is {placement.device} and {visible} GPUs are visible: training "
             "uses one GPU; pick it with CUDA_VISIBLE_DEVICES=N"
         )
     return dataclasses.replace(
