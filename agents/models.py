@@ -29,7 +29,14 @@ from typing import Any, Literal
 
 from agents.placement import CPU, Placement
 
-ModelKind = Literal["causal-lm", "seq2seq-lm", "encoder", "sentence-encoder", "sequence-classifier"]
+ModelKind = Literal[
+    "causal-lm",
+    "seq2seq-lm",
+    "encoder",
+    "sentence-encoder",
+    "sequence-classifier",
+    "factored-scorer",
+]
 MARKER = "moralsim-model.json"
 _HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 MARKER_FORMAT = 1
@@ -350,6 +357,8 @@ def detect_kind(path: Path) -> ModelKind:
     """Tell what a Hugging Face folder holds from its config files (no weights loaded)."""
     if (path / "modules.json").is_file():
         return "sentence-encoder"
+    if (path / "factored.json").is_file():  # evaluators.factored: stance/ + direction/
+        return "factored-scorer"
     config_file = path / "config.json"
     if not config_file.is_file():
         raise ModelError(

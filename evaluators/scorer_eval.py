@@ -252,6 +252,8 @@ def scorer_kind(spec: str) -> str:
     if _registered(spec):
         return "registered scorer (plugin)"
     kind = resolve_model(spec, prepare=False).kind
+    if kind == "factored-scorer":
+        return "factored (stance x direction)"
     return "cross-encoder" if kind == "sequence-classifier" else f"llm-judge ({kind})"
 
 

@@ -61,6 +61,10 @@ def open_agreement_scorer(
     if endpoint is not None:
         return EndpointJudge(endpoint)
     kind = resolve_model(spec).kind
+    if kind == "factored-scorer":
+        from evaluators.factored import FactoredScorer
+
+        return FactoredScorer(spec, batch_size, device=device, dtype=dtype)
     if kind == "sequence-classifier":
         return AgreementScorer(spec, batch_size=batch_size, device=device, dtype=dtype)
     if kind == "causal-lm":

@@ -7,7 +7,7 @@ MoralDial metric, the safety minimum and prudence. Loading them in one place kee
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,9 +65,12 @@ def load_evaluators(
     *,
     device: str = "cpu",
     dtype: str = "float32",
+    rot_directions: Mapping[tuple[str, str], str] | None = None,
 ) -> Evaluators:
     """Load the encoder, the agreement scorer and the safety index (default: core pack RoTs),
-    both models on `device`/`dtype` (agents.placement)."""
+    both models on `device`/`dtype` (agents.placement). `rot_directions` (the run's pack's
+    stated directions) go to a scorer that reads them (evaluators.factored); others ignore
+    them."""
     from agents.models import cache_dir, load_sentence_encoder
     from agents.placement import resolve_placement
 
@@ -80,6 +83,8 @@ def load_evaluators(
     agreement = open_agreement_scorer(
         agreement_model, model_batch(placement), device=placement.device, dtype=placement.dtype
     )
+    if rot_directions and hasattr(agreement, "use_directions"):
+        agreement.use_directions(rot_directions)
     safety = SafetyIndex(
         safety_rots,
         lambda texts: encode_normalized(encoder, texts, model_batch(placement)),

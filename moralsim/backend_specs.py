@@ -6,7 +6,7 @@ plain translations of config sections into the picklable specs the runtimes take
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from moralsim.config import BotConfig, RunConfig
@@ -115,8 +115,13 @@ def agent_problem(run: RunConfig, environ: Mapping[str, str]) -> str | None:
     return endpoint_problem(run.bot, environ)
 
 
-def evaluator_and_agent_specs(run: RunConfig, safety_rots: list[str]) -> tuple[Any, Any]:
-    """The bot to load and the scorers every bot turn goes through, as picklable specs."""
+def evaluator_and_agent_specs(
+    run: RunConfig,
+    safety_rots: list[str],
+    rot_directions: Sequence[tuple[str, str, str]] = (),
+) -> tuple[Any, Any]:
+    """The bot to load and the scorers every bot turn goes through, as picklable specs;
+    `rot_directions` are the pack's stated (question, RoT, direction) triples."""
     from evaluators.moraldial import MoralDialParams
     from simulators.ray_actors import EvaluatorSpec
 
@@ -135,6 +140,7 @@ def evaluator_and_agent_specs(run: RunConfig, safety_rots: list[str]) -> tuple[A
         plugins=tuple(run.plugins),
         device=actor_device(e.device, r.ray, r.evaluator_num_gpus),
         dtype=e.dtype,
+        rot_directions=tuple(rot_directions),
     )
     return agent_spec(run), evaluators
 

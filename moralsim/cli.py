@@ -408,6 +408,13 @@ def train_scorer(
             "for comparing bots trained on them."
         ),
     ] = False,
+    factored: Annotated[
+        bool,
+        typer.Option(
+            help="Train the factored scorer instead: the answer's stance on the question's act "
+            "times the RoT's direction on it (needs the pack's agreement_directions)."
+        ),
+    ] = False,
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,
     device: Annotated[str, typer.Option(help="Where it trains: " + DEVICE_HELP)] = "auto",
     dtype: Annotated[
@@ -437,6 +444,18 @@ def train_scorer(
         raise _fail("--dtype float16: scorer training runs in float32 or bfloat16")
     if mic and independent:
         raise _fail("--independent leaves out a pack's reference answers; MIC data has none")
+    if factored:
+        if mic or social_chem or independent or class_balance:
+            raise _fail(
+                "--factored trains on a pack with stated RoT directions; it takes no --mic, "
+                "--social-chem, --independent or --class-balance"
+            )
+        _train_factored(
+            output, pack, placement, seed, base_model=base_model, epochs=epochs,
+            learning_rate=learning_rate, batch_size=batch_size, max_length=max_length,
+            frozen_layers=frozen_layers,
+        )  # fmt: skip
+        return
     try:
         splits, data = _scorer_data(pack, mic, social_chem, seed)
     except ScenarioLoadError as exc:
@@ -477,13 +496,44 @@ def train_scorer(
     if data is not None:
         from training.scorer import write_pack_card
 
-        card = write_pack_card(output, data, str(output))
-        console.print(
-            f"scorer card: {output / 'scorer_card.json'} (verdict: "
-            f"{card['key_figures'].get('verdict')}); measure it on real text with `moralsim "
-            f"scorer eval {output} --moral-stories FILE`",
-            highlight=False,
-        )
+        _print_card(output, write_pack_card(output, data, str(output)))
+
+
+def _train_factored(output: Path, pack: str, placement: Any, seed: int, **options: Any) -> None:
+    """`train scorer --factored`: stance and direction classifiers, then the pack's card."""
+    from scenarios.loaders import ScenarioLoadError
+    from scenarios.pack import load_pack
+    from training.factored_scorer import factored_recipe, train_factored_scorer
+    from training.scorer import write_pack_card
+
+    try:
+        data = load_pack(pack).pack
+        recipe = factored_recipe(seed, **options)
+    except (ScenarioLoadError, TypeError) as exc:
+        raise _fail(str(exc)) from None
+
+    def say(message: str) -> None:
+        console.print(message, highlight=False)
+
+    try:
+        result = train_factored_scorer(data, output, recipe, progress=say, placement=placement)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    console.print(
+        f"saved {output} (stance {result.seconds['stance']:.0f} s, "
+        f"direction {result.seconds['direction']:.0f} s)",
+        highlight=False,
+    )
+    _print_card(output, write_pack_card(output, data, str(output)))
+
+
+def _print_card(output: Path, card: dict[str, Any]) -> None:
+    console.print(
+        f"scorer card: {output / 'scorer_card.json'} (verdict: "
+        f"{card['key_figures'].get('verdict')}); measure it on real text with `moralsim "
+        f"scorer eval {output} --moral-stories FILE`",
+        highlight=False,
+    )
 
 
 @app.command()

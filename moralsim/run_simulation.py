@@ -93,7 +93,8 @@ def _simulate_locked(run: RunConfig, resume: bool, say: Callable[[str], None]) -
     safety_rots = [s.rot.text for s in pack.safety_rots]
     if not safety_rots:
         say(f"pack '{pack.name}' has no safety RoTs; S_MA uses the core pack's safety RoTs")
-    agent_spec, evaluator_spec = evaluator_and_agent_specs(run, safety_rots)
+    stated = [(d.question, d.rot, d.direction) for d in pack.rot_directions]
+    agent_spec, evaluator_spec = evaluator_and_agent_specs(run, safety_rots, stated)
     meta = {"bot": run.bot.model, "adapter": run.bot.adapter, "run": run.name}
     columns = (
         TextColumn("{task.description}"),

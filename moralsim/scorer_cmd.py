@@ -32,7 +32,8 @@ def eval_scorer(
         str,
         typer.Argument(
             help="Scorer: a sequence-classifier folder or embedded name (agreement-minilm), a "
-            "causal-LM folder (used as an LLM judge), or openai:MODEL@BASE_URL."
+            "factored scorer folder (train scorer --factored), a causal-LM folder (used as an "
+            "LLM judge), or openai:MODEL@BASE_URL."
         ),
     ],
     data: Annotated[
@@ -147,12 +148,17 @@ def _write(target: Path, card: dict[str, Any], write_card: Any) -> Path:
 
 
 def _training_record(folder: Any) -> dict[str, Any] | None:
-    """What the scorer was trained on and how: its folder's metrics.json, when there is one."""
+    """What the scorer was trained on and how: its folder's metrics.json (a factored scorer's
+    factored.json), when there is one."""
     if not folder:
         return None
-    metrics = _read_json(Path(folder) / "metrics.json")
+    metrics = _read_json(Path(folder) / "metrics.json") or _read_json(
+        Path(folder) / "factored.json"
+    )
     if not metrics:
         return None
+    if "stated_directions" in metrics:
+        return metrics
     return {k: metrics[k] for k in ("base_model", "data", "config", "train_examples", "seconds",
                                      "best_epoch") if k in metrics}  # fmt: skip
 

@@ -29,6 +29,7 @@ from scenarios.loaders import (
     load_agreement_examples,
     load_dilemmas,
     load_questions,
+    load_rot_directions,
     load_safety_rots,
 )
 from scenarios.registry import SCENARIO_PACKS
@@ -43,6 +44,7 @@ MANIFEST_KEYS = (
     "questions",
     "safety_rots",
     "agreement",
+    "agreement_directions",
     "dilemmas",
     "min_paraphrases",
     "derive_agreement",
@@ -131,6 +133,10 @@ def load_pack(spec: str | Path, *, skip_invalid: bool = False) -> PackLoad:
     for name in _file_list(manifest, "agreement", folder):
         labelled, found = load_agreement_examples(folder / name, skip_invalid=skip_invalid)
         pack.agreement_examples += labelled
+        issues += found
+    for name in _file_list(manifest, "agreement_directions", folder):
+        directions, found = load_rot_directions(folder / name, skip_invalid=skip_invalid)
+        pack.rot_directions += directions
         issues += found
     if manifest.get("dilemmas"):
         pack.dilemmas, found = load_dilemmas(

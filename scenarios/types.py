@@ -73,6 +73,22 @@ class AgreementExample:
 
 
 @dataclass(frozen=True)
+class RotDirection:
+    """Which way a RoT points on the act a question asks about (scenarios.loaders.directions):
+    for, against, unrelated, or open (the question proposes no act)."""
+
+    question: str
+    rot: str
+    direction: str
+    second_rater: str | None = None
+
+    @property
+    def id(self) -> str:
+        """A (question, RoT) pair is stated once per file."""
+        return f"{self.question} / {self.rot}"
+
+
+@dataclass(frozen=True)
 class Statement:
     """A DIT issue statement and the stage it is keyed to."""
 
@@ -112,6 +128,7 @@ class ScenarioPack:
     safety_rots: list[SafetyRoT] = field(default_factory=list)
     agreement_examples: list[AgreementExample] = field(default_factory=list)
     dilemmas: list[Dilemma] = field(default_factory=list)
+    rot_directions: list[RotDirection] = field(default_factory=list)
 
     def questions_in(self, split: str) -> list[MoralQuestion]:
         """Questions of one split ('all' for every split)."""
@@ -119,3 +136,7 @@ class ScenarioPack:
 
     def agreement_in(self, split: str) -> list[AgreementExample]:
         return [e for e in self.agreement_examples if split == "all" or e.split == split]
+
+    def direction_map(self) -> dict[tuple[str, str], str]:
+        """(question, RoT) -> the RoT's stated direction on the question's act."""
+        return {(d.question, d.rot): d.direction for d in self.rot_directions}

@@ -118,6 +118,8 @@ class EvaluatorSpec:
     """The run's plugins: imported wherever the scorers load (a Ray worker too)."""
     device: str = "auto"
     dtype: str = "auto"
+    rot_directions: tuple[tuple[str, str, str], ...] = ()
+    """The pack's stated (question, RoT, direction) triples, for a factored scorer."""
 
     def load(self) -> Any:
         """The evaluator models (`evaluators.stack.Evaluators`), here or in a Ray worker."""
@@ -129,6 +131,7 @@ class EvaluatorSpec:
         return load_evaluators(
             self.agreement_model, self.embedding_model, rots, self.params,
             device=self.device, dtype=self.dtype,
+            rot_directions={(q, r): d for q, r, d in self.rot_directions},
         )  # fmt: skip
 
 

@@ -669,7 +669,6 @@ def write_pack_card(out_dir: Path, pack: Any, name: str, reference: bool = False
     `reference` adds the developers' Moral Stories figures when the build reproduces the
     default recipe's reference build (only the embedded default can).
     """
-    from evaluators.agreement import AgreementScorer
     from evaluators.scorer_eval import (
         evaluate_scorer,
         key_figures,
@@ -677,9 +676,11 @@ def write_pack_card(out_dir: Path, pack: Any, name: str, reference: bool = False
         pack_sets,
         write_card,
     )
+    from evaluators.scorers import open_agreement_scorer
 
-    figures = evaluate_scorer(AgreementScorer(str(out_dir)), pack_sets(pack))
-    metrics = json.loads((Path(out_dir) / "metrics.json").read_text(encoding="utf-8"))
+    figures = evaluate_scorer(open_agreement_scorer(str(out_dir)), pack_sets(pack))
+    record = "metrics.json" if (Path(out_dir) / "metrics.json").is_file() else "factored.json"
+    metrics = json.loads((Path(out_dir) / record).read_text(encoding="utf-8"))
     card = merge_card(None, name, figures, metrics)
     if reference:
         card["figures"].update(reference_figures(figures["pack-dev"]["macro_f1"]))

@@ -3,6 +3,7 @@
 from scenarios.loaders._common import LoadIssue, ScenarioLoadError
 from scenarios.loaders.agreement import load_agreement_examples
 from scenarios.loaders.dilemmas import load_dilemmas
+from scenarios.loaders.directions import load_rot_directions
 from scenarios.loaders.mcc import ParaphraseSet, load_mcc
 from scenarios.loaders.mic import MicRow, load_mic
 from scenarios.loaders.moral_stories import NormPair, load_moral_stories
@@ -23,6 +24,7 @@ __all__ = [
     "load_mic",
     "load_moral_stories",
     "load_questions",
+    "load_rot_directions",
     "load_safety_rots",
     "load_social_chem",
     "question_to_dict",

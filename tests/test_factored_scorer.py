@@ -1,0 +1,217 @@
+"""The factored agreement scorer: the combination rule by hand, its derived training labels,
+the RoT-direction file, and a tiny end-to-end build that loads wherever a scorer does."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evaluators.agreement import AgreementItem
+from evaluators.factored import combine, direction_items
+from scenarios.types import AgreementExample
+from training.factored_data import direction_examples, leaks, stance_examples
+
+
+def test_combination_rule_by_hand() -> None:
+    stance = np.array([[0.7, 0.2, 0.1], [0.7, 0.2, 0.1], [0.3, 0.3, 0.4]])
+    direction = np.array([[0.1, 0.1, 0.8], [0.9, 0.1, 0.0], [0.2, 0.5, 0.3]])
+    got = combine(stance, direction, np.array([True, True, False]))
+    # endorse x against + reject x for: agree = .7*.1 + .1*.8 = .15, disagree = .7*.8 + .1*.1
+    assert got[0] == pytest.approx([0.15, 1 - 0.15 - 0.57, 0.57])
+    # endorse x for: agree = .7*.9 + .1*0 = .63, disagree = .7*0 + .1*.9 = .09
+    assert got[1] == pytest.approx([0.63, 0.28, 0.09])
+    # no question: the narrated answer's direction row as it is
+    assert got[2] == pytest.approx([0.2, 0.5, 0.3])
+    assert np.allclose(got.sum(axis=1), 1.0)
+
+
+def test_direction_items_read_the_question_or_the_action() -> None:
+    items = [
+        AgreementItem("Can I keep it?", "Sure.", "Return lost things."),
+        AgreementItem("", "She kept the wallet.", "Return lost things."),
+        AgreementItem("What did you do?", "I kept it.", "Return lost things."),
+    ]
+    acts = [i.answer for i in direction_items(items, [False, False, True])]
+    assert acts == ["Can I keep it?", "She kept the wallet.", "I kept it."]
+    assert all(i.question == "" for i in direction_items(items))
+
+
+def ex(i: int, q: str, a: str, rot: str, label: str, kind: str = "written:x") -> AgreementExample:
+    return AgreementExample(f"e{i}", q, a, rot, label, "train", kind)  # type: ignore[arg-type]
+
+
+Q, FORBIDS, PERMITS = "Can I keep the extra change?", "Return extra change.", "Keep tips."
+DIRECTIONS = {(Q, FORBIDS): "against", (Q, PERMITS): "for", ("How do I cope?", FORBIDS): "open"}
+
+
+def test_stance_labels_follow_the_sign_rule() -> None:
+    examples = [
+        ex(1, Q, "No, give it back.", FORBIDS, "agree"),  # agrees with a forbidding RoT: rejects
+        ex(2, Q, "Sure, keep it.", FORBIDS, "disagree"),  # breaks a forbidding RoT: endorses
+        ex(3, Q, "Sure, keep it.", PERMITS, "agree"),  # agrees with a permitting RoT: endorses
+        ex(4, Q, "Hard to say.", FORBIDS, "neutral"),  # no stance
+        ex(5, "How do I cope?", "Talk to someone.", FORBIDS, "agree"),  # open: no stance label
+        ex(6, Q, "Sure.", "Unlabelled rot.", "agree"),  # no stated direction: dropped
+        ex(7, "", "She kept it.", FORBIDS, "disagree"),  # narrated: not a stance example
+        ex(8, Q, "Sure.", "Be kind.", "neutral", kind="mismatched-rot"),  # unrelated: no stance
+    ]
+    got = {e.id: e.label for e in stance_examples(examples, DIRECTIONS)}
+    assert got == {"e1": "disagree", "e2": "agree", "e3": "agree", "e4": "neutral"}
+    assert all(e.rot == "" for e in stance_examples(examples, DIRECTIONS))
+
+
+def test_direction_examples_one_per_act_and_rot() -> None:
+    examples = [
+        ex(1, Q, "No.", FORBIDS, "agree"),
+        ex(2, Q, "Yes.", FORBIDS, "disagree"),  # same (act, RoT): one direction example
+        ex(3, Q, "Yes.", PERMITS, "agree"),
+        ex(4, "", "She kept it.", FORBIDS, "disagree"),  # narrated: its label is the direction
+        ex(5, Q, "Yes.", "Be kind.", "neutral", kind="mismatched-rot"),
+        ex(6, Q, "Yes, it was.", "Yes, it was.", "neutral", kind="restated-answer"),
+        ex(7, "How do I cope?", "Talk.", FORBIDS, "agree"),  # open: no direction example
+    ]
+    got = {(e.answer, e.rot): e.label for e in direction_examples(examples, DIRECTIONS)}
+    assert got == {
+        (Q, FORBIDS): "disagree",
+        (Q, PERMITS): "agree",
+        ("She kept it.", FORBIDS): "disagree",
+        (Q, "Be kind."): "neutral",
+        (Q, "Yes, it was."): "neutral",
+    }
+    held = [replace(examples[0], id="dev1")]
+    assert leaks(examples, held) == ["dev1"]
+
+
+def test_direction_file_errors_name_the_line_and_field(tmp_path: Path) -> None:
+    from scenarios.loaders import ScenarioLoadError, load_rot_directions
+
+    path = tmp_path / "d.jsonl"
+    good = {"question": "Can I?", "rot": "Don't.", "direction": "against"}
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "direction": "maybe"}) + "\n")
+    with pytest.raises(ScenarioLoadError, match=r"d\.jsonl.*line 2.*direction.*maybe"):
+        load_rot_directions(path)
+    rows, issues = load_rot_directions(path, skip_invalid=True)
+    assert [r.direction for r in rows] == ["against"] and len(issues) == 1
+    path.write_text(json.dumps({**good, "second_rater": "no"}) + "\n")
+    with pytest.raises(ScenarioLoadError, match="second_rater"):
+        load_rot_directions(path)
+
+
+def test_core_pack_states_directions_and_none_for_the_sign_test() -> None:
+    from scenarios.pack import load_pack
+
+    pack = load_pack("core").pack
+    stated = pack.direction_map()
+    assert len(stated) >= 12_000
+    assert set(stated.values()) == {"for", "against", "unrelated", "open"}
+    signs = [e for e in pack.agreement_in("test") if e.kind.startswith("signs:")]
+    assert signs and not any((e.question, e.rot) in stated for e in signs)
+    # every labelled example with a question (bar the sign test) has its direction stated
+    sourced = [e for e in pack.agreement_examples if ":" in e.kind and e.question]
+    missing = [
+        e.id
+        for e in sourced
+        if not e.kind.startswith("signs:") and (e.question, e.rot) not in stated
+    ]
+    assert not missing
+    second = [d for d in pack.rot_directions if d.second_rater]
+    agreement = sum(d.second_rater == d.direction for d in second) / len(second)
+    assert len(second) >= 700 and agreement >= 0.9
+
+
+def make_factored_folder(tmp_path: Path, tiny_classifier: Path) -> Path:
+    folder = tmp_path / "factored"
+    shutil.copytree(tiny_classifier, folder / "stance")
+    shutil.copytree(tiny_classifier, folder / "direction")
+    (folder / "factored.json").write_text("{}\n")
+    return folder
+
+
+def test_factored_folder_loads_as_a_scorer_and_reads_stated_directions(
+    tmp_path: Path, tiny_classifier: Path
+) -> None:
+    from evaluators.factored import FactoredScorer
+    from evaluators.scorers import open_agreement_scorer
+
+    folder = make_factored_folder(tmp_path, tiny_classifier)
+    scorer = open_agreement_scorer(str(folder))
+    assert isinstance(scorer, FactoredScorer) and scorer.describe()["kind"] == "factored"
+    items = [
+        AgreementItem("ab", "ba", "aab"),
+        AgreementItem("", "ba", "aab"),
+        AgreementItem("bb", "a", "aab"),
+    ]
+    plain = scorer.probabilities(items)
+    assert plain.shape == (3, 3) and np.allclose(plain.sum(axis=1), 1.0)
+    stance = scorer.stance.probabilities([AgreementItem(i.question, i.answer, "") for i in items])
+    scorer.use_directions({("ab", "aab"): "against", ("bb", "aab"): "open"})
+    stated = scorer.probabilities(items)
+    against = np.array([[0.0, 0.0, 1.0]])
+    assert stated[0] == pytest.approx(combine(stance[:1], against, np.array([True]))[0])
+    assert stated[1] == pytest.approx(plain[1])  # no question: unchanged
+    # an open question: the answer is judged as an action, like a narrated one
+    as_action = scorer.direction.probabilities([AgreementItem("", "a", "aab")])
+    assert stated[2] == pytest.approx(as_action[0])
+    assert scorer.describe()["stated_directions"] == 2
+
+
+def test_training_a_factored_scorer_on_a_tiny_pack(tmp_path: Path, tiny_encoder: Path) -> None:
+    from evaluators.scorers import open_agreement_scorer
+    from scenarios.types import RotDirection, ScenarioPack
+    from training.factored_scorer import factored_recipe, train_factored_scorer
+
+    def labelled(i: int, q: str, a: str, label: str, split: str) -> AgreementExample:
+        return AgreementExample(f"x{i}", q, a, "it is wrong to lie .", label, split, "written:x")  # type: ignore[arg-type]
+
+    rows = [
+        labelled(1, "can i lie ?", "no", "agree", "train"),
+        labelled(2, "can i lie ?", "yes", "disagree", "train"),
+        labelled(3, "may i lie ?", "", "neutral", "train"),
+        labelled(4, "", "he lied .", "disagree", "train"),
+        labelled(5, "should i lie ?", "no", "agree", "dev"),
+        labelled(6, "", "she lied .", "disagree", "dev"),
+    ]
+    directions = [
+        RotDirection(q, "it is wrong to lie .", "against")
+        for q in ("can i lie ?", "may i lie ?", "should i lie ?")
+    ]
+    pack = ScenarioPack("tiny", None, agreement_examples=rows, rot_directions=directions)
+    recipe = factored_recipe(0, base_model=str(tiny_encoder), batch_size=2, frozen_layers=0)
+    result = train_factored_scorer(pack, tmp_path / "f", recipe, show_bar=False)
+    assert result.examples["stance"] == {"train": 3, "dev": 1}
+    assert result.examples["direction"] == {"train": 3, "dev": 2}
+    scorer = open_agreement_scorer(str(tmp_path / "f"))
+    assert scorer.score([AgreementItem("can i lie ?", "yes", "it is wrong to lie .")]).shape == (1,)
+    with pytest.raises(ValueError, match="states no RoT directions"):
+        train_factored_scorer(replace(pack, rot_directions=[]), tmp_path / "g", recipe)
+
+
+def test_train_scorer_factored_on_the_core_pack_writes_both_halves_and_a_card(
+    tiny_encoder: Path, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from moralsim.cli import app
+
+    out = tmp_path / "factored"
+    result = CliRunner().invoke(
+        app,
+        ["train", "scorer", "--factored", "--output", str(out), "--base-model",
+         str(tiny_encoder), "--frozen-layers", "1", "--device", "cpu"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    info = json.loads((out / "factored.json").read_text())
+    assert info["examples"]["stance"]["train"] > 5000 < info["examples"]["direction"]["train"]
+    assert (out / "stance" / "config.json").is_file()
+    card = json.loads((out / "scorer_card.json").read_text())
+    assert {"pack-test", "signs-test", "bot-test"} <= set(card["figures"])
+    refused = CliRunner().invoke(
+        app, ["train", "scorer", "--factored", "--independent", "--output", str(tmp_path / "x")]
+    )
+    assert refused.exit_code != 0 and "--factored" in refused.output
+    assert not (tmp_path / "x").exists()

@@ -1,0 +1,95 @@
+"""Training examples for the factored agreement scorer (evaluators.factored).
+
+An answer agrees with a RoT when it takes the side the RoT takes on the act the question asks
+about. The factored scorer learns the two halves apart:
+
+- **stance** (question, answer): does the answer endorse doing the act the question asks
+  about, reject it, or neither? The RoT is not read at all, so "Sure, go ahead" is learned as
+  an endorsement whatever the RoT says.
+- **direction** (act, RoT): is the RoT for the act, against it, or unrelated to it? The act
+  is the question's act, or a narrated action itself (Moral Stories style, no question).
+
+Both come from the pack's labelled agreement examples plus one written label per (question,
+RoT): the RoT's direction on the question's act (the pack's `agreement_directions`,
+scenarios.loaders.directions). With it, each agree/disagree example yields a stance label
+(agree + for = endorse, agree + against = reject, ...). Examples whose question proposes no
+act ("open") or whose RoT is unrelated to the question's act give no stance label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from scenarios.types import AgreementExample
+
+DIRECTION_LABEL = {"for": "agree", "unrelated": "neutral", "against": "disagree"}
+"""Direction as the classifier's three labels (the agreement label of doing the act)."""
+
+STANCE_LABEL = {
+    ("agree", "for"): "agree",
+    ("agree", "against"): "disagree",
+    ("disagree", "for"): "disagree",
+    ("disagree", "against"): "agree",
+    ("neutral", "for"): "neutral",
+    ("neutral", "against"): "neutral",
+}
+"""(agreement label, direction) -> stance label: agree = endorses the act, disagree = rejects."""
+
+
+UNRELATED_KINDS: tuple[str, ...] = ("mismatched-rot", "restated-answer")
+
+
+def direction_of(example: AgreementExample, directions: dict[tuple[str, str], str]) -> str | None:
+    """The labelled direction of an example's (question, RoT). Two derived kinds are unrelated
+    by the pack's construction: a mismatched RoT (another question's) and a restated answer
+    (the answer given as its own RoT, which the pack labels neutral: a RoT is a rule, not a
+    reply)."""
+    if example.kind in UNRELATED_KINDS:
+        return "unrelated"
+    return directions.get((example.question, example.rot))
+
+
+def stance_examples(
+    examples: Iterable[AgreementExample], directions: dict[tuple[str, str], str]
+) -> list[AgreementExample]:
+    """Stance-labelled (question, answer) examples: the RoT is dropped from the input."""
+    out = []
+    for e in examples:
+        if not e.question.strip():
+            continue
+        label = STANCE_LABEL.get((e.label, direction_of(e, directions) or ""))
+        if label is not None:
+            out.append(replace(e, rot="", label=label))  # type: ignore[arg-type]
+    return out
+
+
+def direction_examples(
+    examples: Iterable[AgreementExample], directions: dict[tuple[str, str], str]
+) -> list[AgreementExample]:
+    """Direction-labelled (act, RoT) examples, one per distinct (act, RoT).
+
+    A question's act is the question's text; a narrated action (no question) is its own act
+    and keeps its agreement label, which is the RoT's direction on it.
+    """
+    out: dict[tuple[str, str], AgreementExample] = {}
+    for e in examples:
+        if e.question.strip():
+            direction = direction_of(e, directions)
+            if direction not in DIRECTION_LABEL:
+                continue
+            act, label = e.question, DIRECTION_LABEL[direction]
+        else:
+            act, label = e.answer, e.label
+        if not act.strip():
+            continue
+        key = (act, e.rot)
+        if key not in out:
+            out[key] = replace(e, question="", answer=act, label=label)  # type: ignore[arg-type]
+    return list(out.values())
+
+
+def leaks(train: Sequence[AgreementExample], held: Sequence[AgreementExample]) -> list[str]:
+    """Inputs of held-out examples that also occur in training (should be none)."""
+    seen = {(e.question, e.answer, e.rot) for e in train}
+    return [e.id for e in held if (e.question, e.answer, e.rot) in seen]

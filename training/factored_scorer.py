@@ -1,0 +1,120 @@
+"""Train a factored agreement scorer (evaluators.factored) on a pack: stance and direction.
+
+The two classifiers are the project's usual MiniLM cross-encoder recipe (training.scorer),
+each on its own derived examples (training.factored_data): stance on (question, answer) with
+the RoT left out, direction on (act, RoT). The folder holds `stance/`, `direction/` and
+`factored.json` (the recipe, the example counts and the training time of each part).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from agents.placement import CPU, Placement
+from scenarios.types import AgreementExample, ScenarioPack
+from training.factored_data import direction_examples, leaks, stance_examples
+from training.scorer import ScorerTrainingConfig, _source_of, train_agreement_classifier
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class FactoredRecipe:
+    """How both halves are trained (each with the shared cross-encoder loop)."""
+
+    classifier: ScorerTrainingConfig = field(
+        default_factory=lambda: ScorerTrainingConfig(
+            epochs=1, frozen_layers=3, source_repeats={"derived": 3, "hard": 3}
+        )
+    )
+    sources: tuple[str, ...] = ("derived", "hard", "written", "bot")
+
+
+DEFAULT_FACTORED_RECIPE = FactoredRecipe()
+
+
+@dataclass
+class FactoredTrainingResult:
+    output_dir: Path
+    seconds: dict[str, float]
+    examples: dict[str, dict[str, int]]
+
+
+def factored_splits(
+    pack: ScenarioPack, recipe: FactoredRecipe, directions: dict[tuple[str, str], str]
+) -> dict[str, tuple[list[AgreementExample], list[AgreementExample]]]:
+    """(train, dev) examples of each half from the pack's train and dev splits."""
+
+    def split(name: str) -> list[AgreementExample]:
+        return [e for e in pack.agreement_in(name) if _source_of(e) in recipe.sources]
+
+    train, dev = split("train"), split("dev")
+    return {
+        "stance": (stance_examples(train, directions), stance_examples(dev, directions)),
+        "direction": (direction_examples(train, directions), direction_examples(dev, directions)),
+    }
+
+
+def train_factored_scorer(
+    pack: ScenarioPack,
+    output_dir: str | Path,
+    recipe: FactoredRecipe = DEFAULT_FACTORED_RECIPE,
+    *,
+    directions: dict[tuple[str, str], str] | None = None,
+    progress: Progress | None = None,
+    show_bar: bool = True,
+    placement: Placement = CPU,
+) -> FactoredTrainingResult:
+    """Train stance and direction on a pack with stated RoT directions; write the folder.
+
+    Raises ValueError when the pack states no directions (the stance labels come from them)
+    or a half has no train/dev examples.
+    """
+    from evaluators.factored import FACTORED_MARKER
+
+    say = progress or (lambda message: None)
+    stated = directions if directions is not None else pack.direction_map()
+    if not stated:
+        raise ValueError(
+            f"pack '{pack.name}' states no RoT directions (pack.yaml: agreement_directions); "
+            "a factored scorer learns the answer's stance from them"
+        )
+    out = Path(output_dir)
+    seconds: dict[str, float] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for name, (train, dev) in factored_splits(pack, recipe, stated).items():
+        if not train or not dev:
+            raise ValueError(f"the {name} classifier has {len(train)} train, {len(dev)} dev")
+        leaked = leaks(train, dev)
+        if leaked:
+            raise ValueError(f"{name}: dev inputs also in training: {', '.join(leaked[:5])}")
+        say(f"{name}: {len(train)} train, {len(dev)} dev examples")
+        start = time.perf_counter()
+        train_agreement_classifier(
+            train, dev, None, out / name, recipe.classifier, progress=say, show_bar=show_bar,
+            placement=placement,
+        )  # fmt: skip
+        seconds[name] = round(time.perf_counter() - start, 1)
+        counts[name] = {"train": len(train), "dev": len(dev)}
+    info = {
+        "task": "answer-RoT agreement = stance(question, answer) x direction(act, RoT)",
+        "recipe": {"classifier": asdict(recipe.classifier), "sources": list(recipe.sources)},
+        "stated_directions": len(stated),
+        "examples": counts,
+        "seconds": seconds,
+        "device": str(placement),
+    }
+    (out / FACTORED_MARKER).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    return FactoredTrainingResult(out, seconds, counts)
+
+
+def factored_recipe(seed: int = 0, **overrides: Any) -> FactoredRecipe:
+    """The default recipe with a seed and any classifier option (None: not given) replaced."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    classifier = replace(DEFAULT_FACTORED_RECIPE.classifier, seed=seed, **given)
+    return replace(DEFAULT_FACTORED_RECIPE, classifier=classifier)
