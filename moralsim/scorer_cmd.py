@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -66,6 +67,13 @@ def eval_scorer(
     dtype: Annotated[
         str, typer.Option(help="A local scorer's precision (auto, float32, bfloat16, float16).")
     ] = "float32",
+    stated_directions: Annotated[
+        bool,
+        typer.Option(
+            help="Give a factored scorer the pack's stated RoT directions, as a run of the pack "
+            "does; its pack sets are then named SET+stated."
+        ),
+    ] = False,
 ) -> None:
     """Accuracy, macro-F1, sign and pairwise accuracy, per phenomenon, with the confusion matrix."""
     from agents.models import ModelError
@@ -93,19 +101,27 @@ def eval_scorer(
         raise _fail(str(exc)) from None
     labelled: list[LabelledSet] = []
     pairs: list[PairSet] = []
+    stated: dict[tuple[str, str], str] = {}
     try:
+        if stated_directions:
+            stated = _stated_directions(model, pack, no_pack)
         if not no_pack:
-            labelled += pack_sets(load_pack(pack).pack)
+            labelled += [
+                replace(s, name=f"{s.name}+stated") if stated else s
+                for s in pack_sets(load_pack(pack).pack)
+            ]
         for path in data or []:
             labelled.append(user_set(path))
         if moral_stories is not None:
             pairs.append(PairSet("moral-stories", load_moral_stories(moral_stories)[0]))
-    except ScenarioLoadError as exc:
+    except (ScenarioLoadError, ModelError, ValueError) as exc:
         raise _fail(str(exc)) from None
     if not labelled and not pairs:
         raise _fail("nothing to evaluate: give --data or --moral-stories, or drop --no-pack")
     try:
         scorer = open_agreement_scorer(model, device=placement.device, dtype=placement.dtype)
+        if stated:
+            scorer.use_directions(stated)
         figures = evaluate_scorer(scorer, labelled, pairs)
     except (ModelError, ScorerSpecError, JudgeError) as exc:
         raise _fail(str(exc)) from None
@@ -130,6 +146,21 @@ def eval_scorer(
             out.print(f"[bold yellow]warning:[/] {warning}", highlight=False)
     if json_out is not None:
         json_out.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+
+
+def _stated_directions(model: str, pack: str, no_pack: bool) -> dict[tuple[str, str], str]:
+    """The pack's stated directions for `--stated-directions`, checked before any model loads."""
+    from evaluators.scorer_eval import scorer_kind
+    from scenarios.pack import load_pack
+
+    if no_pack:
+        raise ValueError("--stated-directions reads the pack's directions; drop --no-pack")
+    if not scorer_kind(model).startswith("factored"):
+        raise ValueError("--stated-directions: only a factored scorer reads stated directions")
+    stated = load_pack(pack).pack.direction_map()
+    if not stated:
+        raise ValueError(f"--stated-directions: pack '{pack}' states no RoT directions")
+    return stated
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

@@ -21,7 +21,8 @@ def test_combination_rule_by_hand() -> None:
     stance = np.array([[0.7, 0.2, 0.1], [0.7, 0.2, 0.1], [0.3, 0.3, 0.4]])
     direction = np.array([[0.1, 0.1, 0.8], [0.9, 0.1, 0.0], [0.2, 0.5, 0.3]])
     got = combine(stance, direction, np.array([True, True, False]))
-    # endorse x against + reject x for: agree = .7*.1 + .1*.8 = .15, disagree = .7*.8 + .1*.1
+    # agree = endorse x for + reject x against = .7*.1 + .1*.8 = .15;
+    # disagree = endorse x against + reject x for = .7*.8 + .1*.1 = .57
     assert got[0] == pytest.approx([0.15, 1 - 0.15 - 0.57, 0.57])
     # endorse x for: agree = .7*.9 + .1*0 = .63, disagree = .7*0 + .1*.9 = .09
     assert got[1] == pytest.approx([0.63, 0.28, 0.09])
@@ -215,3 +216,52 @@ def test_train_scorer_factored_on_the_core_pack_writes_both_halves_and_a_card(
     )
     assert refused.exit_code != 0 and "--factored" in refused.output
     assert not (tmp_path / "x").exists()
+
+
+def test_the_embedded_factored_scorer_is_registered_with_its_recipe_fingerprint() -> None:
+    from agents.models import _factored_fingerprint, _locate_core_pack, resolve_model
+    from training.factored_scorer import DEFAULT_FACTORED_RECIPE
+
+    resolved = resolve_model("agreement-factored", prepare=False)
+    assert resolved.kind == "factored-scorer" and resolved.embedded
+    recipe = _factored_fingerprint(_locate_core_pack())["recipe"]
+    assert recipe["stance"]["epochs"] == DEFAULT_FACTORED_RECIPE.stance.epochs == 2
+
+
+def test_a_run_takes_the_factored_scorer_and_hands_it_the_packs_directions(
+    tmp_path: Path, tiny_classifier: Path, tiny_encoder: Path
+) -> None:
+    """The evaluator spec a run builds (in process or in a Ray worker) carries the pack's
+    stated directions to the scorer, and the plan check accepts the factored kind."""
+    from evaluators.moraldial import MoralDialParams
+    from evaluators.scorers import SCORER_KINDS
+    from simulators.ray_actors import EvaluatorSpec
+
+    folder = make_factored_folder(tmp_path, tiny_classifier)
+    spec = EvaluatorSpec(
+        str(folder), str(tiny_encoder), ("It's good to help.",), MoralDialParams(),
+        device="cpu", dtype="float32", rot_directions=(("Can I?", "Don't.", "against"),),
+    )  # fmt: skip
+    stack = spec.load()
+    assert stack.agreement.stated == {("Can I?", "Don't."): "against"}
+    assert "factored-scorer" in SCORER_KINDS
+
+
+def test_scorer_eval_with_stated_directions(tmp_path: Path, tiny_classifier: Path) -> None:
+    from typer.testing import CliRunner
+
+    from moralsim.cli import app
+
+    folder = make_factored_folder(tmp_path, tiny_classifier)
+    result = CliRunner().invoke(
+        app,
+        ["scorer", "eval", str(folder), "--stated-directions", "--json", str(tmp_path / "f.json")],
+    )
+    assert result.exit_code == 0, result.output
+    figures = json.loads((tmp_path / "f.json").read_text())
+    assert {"pack-test+stated", "signs-test+stated"} <= set(figures)
+    refused = CliRunner().invoke(
+        app, ["scorer", "eval", str(tiny_classifier), "--stated-directions"]
+    )
+    assert refused.exit_code != 0 and "only a factored scorer" in refused.output
+    assert "Traceback" not in refused.output

@@ -144,7 +144,7 @@ def check_stance_judge(spec: str) -> None:
     the same check `moralsim simulate` makes of `evaluators.agreement_model`."""
     from agents.models import ModelError, resolve_model
     from evaluators.llm_judge import JudgeError, parse_endpoint_spec
-    from evaluators.scorers import registered_scorer
+    from evaluators.scorers import SCORER_KINDS, registered_scorer
 
     try:
         if registered_scorer(spec) is not None or parse_endpoint_spec(spec) is not None:
@@ -152,10 +152,10 @@ def check_stance_judge(spec: str) -> None:
         kind = resolve_model(spec, prepare=False).kind
     except (ModelError, JudgeError) as exc:
         raise SFTConfigError(f"'stance_judge': {exc}") from None
-    if kind not in ("sequence-classifier", "causal-lm"):
+    if kind not in SCORER_KINDS:
         raise SFTConfigError(
             f"'stance_judge': '{spec}' is a {kind} folder; this role needs a "
-            "sequence-classifier or causal-lm"
+            + " or ".join(SCORER_KINDS)
         )
 
 
