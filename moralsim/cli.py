@@ -837,9 +837,8 @@ def models_list() -> None:
             table.add_row(model.name, model.kind, package, "ready (in package)", str(source))
             continue
         target = cache_dir() / "models" / model.name
-        status = (
-            "prepared" if (target / MARKER).is_file() else "not prepared (moralsim models prepare)"
-        )
+        command = f"moralsim models prepare{' ' + model.name if model.optional else ''}"
+        status = "prepared" if (target / MARKER).is_file() else f"not prepared ({command})"
         metrics_file = target / "metrics.json"
         if status == "prepared" and metrics_file.is_file():
             metrics = json.loads(metrics_file.read_text(encoding="utf-8"))

@@ -265,3 +265,26 @@ def test_scorer_eval_with_stated_directions(tmp_path: Path, tiny_classifier: Pat
     )
     assert refused.exit_code != 0 and "only a factored scorer" in refused.output
     assert "Traceback" not in refused.output
+
+
+def test_a_plain_models_prepare_leaves_the_optional_factored_build_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from typer.testing import CliRunner
+
+    import agents.models
+    from agents.models import PrepareResult
+    from moralsim.cli import app
+
+    asked: list[str] = []
+
+    def fake_prepare(name: str, **_: object) -> PrepareResult:
+        asked.append(name)
+        return PrepareResult(name, Path("/nowhere"), built=False, seconds=0.0)
+
+    monkeypatch.setattr(agents.models, "prepare_model", fake_prepare)
+    assert CliRunner().invoke(app, ["models", "prepare"]).exit_code == 0
+    assert "agreement-minilm" in asked and "agreement-factored" not in asked
+    asked.clear()
+    assert CliRunner().invoke(app, ["models", "prepare", "agreement-factored"]).exit_code == 0
+    assert asked == ["agreement-factored"]
