@@ -23,9 +23,7 @@ classifier's: the scorer then reads only the answer's stance. A factored scorer 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,11 +31,6 @@ import numpy as np
 from evaluators.agreement import AgreementItem, AgreementScorer, agreement_score
 
 FACTORED_MARKER = "factored.json"
-
-
-def is_factored_folder(path: str | Path) -> bool:
-    folder = Path(path)
-    return (folder / FACTORED_MARKER).is_file() and (folder / "stance").is_dir()
 
 
 def stance_items(items: Sequence[AgreementItem]) -> list[AgreementItem]:
@@ -102,7 +95,6 @@ class FactoredScorer:
         folder = resolved.path
         self.model_id = model
         self.path = folder
-        self.info = json.loads((folder / FACTORED_MARKER).read_text(encoding="utf-8"))
         self.stance = AgreementScorer(
             str(folder / "stance"), batch_size, device=device, dtype=dtype
         )

@@ -45,8 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.moral_stories:
         pairs = [PairSet("moral-stories", load_moral_stories(args.moral_stories)[0])]
     figures = evaluate_scorer(open_agreement_scorer(str(args.out)), pack_sets(pack), pairs)
-    info = json.loads((args.out / "factored.json").read_text(encoding="utf-8"))
-    write_card(args.out, merge_card(None, str(args.out), figures, info))
+    write_card(args.out, merge_card(None, str(args.out), figures, result.info))
     summary = {
         "recipe": vars(args) | {"out": str(args.out)},
         "seconds": result.seconds,

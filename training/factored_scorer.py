@@ -57,6 +57,8 @@ class FactoredTrainingResult:
     output_dir: Path
     seconds: dict[str, float]
     examples: dict[str, dict[str, int]]
+    info: dict[str, Any]
+    """What factored.json records (recipe, counts, times, device)."""
 
 
 def factored_splits(
@@ -128,7 +130,7 @@ def train_factored_scorer(
         "device": str(placement),
     }
     (out / FACTORED_MARKER).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-    return FactoredTrainingResult(out, seconds, counts)
+    return FactoredTrainingResult(out, seconds, counts, info)
 
 
 def factored_recipe(seed: int = 0, **overrides: Any) -> FactoredRecipe:

@@ -679,7 +679,9 @@ def write_pack_card(out_dir: Path, pack: Any, name: str, reference: bool = False
     from evaluators.scorers import open_agreement_scorer
 
     figures = evaluate_scorer(open_agreement_scorer(str(out_dir)), pack_sets(pack))
-    record = "metrics.json" if (Path(out_dir) / "metrics.json").is_file() else "factored.json"
+    from evaluators.factored import FACTORED_MARKER
+
+    record = "metrics.json" if (Path(out_dir) / "metrics.json").is_file() else FACTORED_MARKER
     metrics = json.loads((Path(out_dir) / record).read_text(encoding="utf-8"))
     card = merge_card(None, name, figures, metrics)
     if reference:
