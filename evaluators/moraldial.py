@@ -21,7 +21,6 @@ metric and policy can never disagree about what "the bot disagreed" means.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -30,6 +29,7 @@ import numpy as np
 from evaluators.agreement import AgreementItem, class_meta, split_agreement
 from evaluators.safety import SafetyIndex, safety_scores
 from evaluators.stats import Estimate, mean_ci
+from scenarios.phrases import strip_because
 from scenarios.records import Dialogue, Score, Turn
 
 AgreementFn = Callable[[Sequence[AgreementItem]], np.ndarray]
@@ -52,15 +52,6 @@ class MoralDialParams:
     firm_below: float = -0.35  # use a firmer but-phrase when S_MR1 < this
     revision_lambda: float = -0.35  # lambda in S_MR
     safety_k: int = 5
-
-
-_BECAUSE = re.compile(r"^\s*(?:well,?\s+)?because\b[\s,:;-]*", re.IGNORECASE)
-
-
-def strip_because(text: str) -> str:
-    """R_bot as an RoT: the reply without a leading "because" ("Because it's X" -> "It's X")."""
-    stripped = _BECAUSE.sub("", text, count=1).strip()
-    return stripped[:1].upper() + stripped[1:] if stripped else stripped
 
 
 def revision_indicator(s_mr1: float, s_mr2: float | None, lam: float = -0.35) -> float:

@@ -1,7 +1,11 @@
 """Agreement-scorer training examples derived from a pack's questions (docs/methods.md §3).
 
 From each question: its agreeing and disagreeing reference answers against its own RoT (on
-the question and on two paraphrases), and the neutral augmentations the MoralDial scorer is
+the question and on two paraphrases), the related question's answers (the one that follows
+the RoT and, where the pack has it, the one that breaks it) against the same RoT, and both
+answers against its explanation read as a rule (S_ME reads
+the bot's reply to "why?" that way: the follower's reason agrees with the agreeing answer and
+disagrees with the disagreeing one), and the neutral augmentations the MoralDial scorer is
 trained with: a mismatched RoT from another question of the same split, a non-answer
 ("I don't know."), an empty answer, and an RoT that merely restates the answer. Everything
 stays inside the question's split, so no RoT text crosses splits.
@@ -12,6 +16,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
+from scenarios.phrases import strip_because
 from scenarios.types import AgreementExample, MoralQuestion
 
 NON_ANSWERS = ("I don't know.", "I'm not sure.", "Hard to say, honestly.", "I can't really say.")
@@ -20,7 +25,8 @@ NON_ANSWERS = ("I don't know.", "I'm not sure.", "Hard to say, honestly.", "I ca
 def derive_agreement_examples(
     questions: list[MoralQuestion], seed: int = 0
 ) -> list[AgreementExample]:
-    """Eight labelled examples per question; the same questions and seed give the same list."""
+    """Eleven or twelve labelled examples per question (twelve with a breaking related answer);
+    the same questions and seed give the same list."""
     rng = random.Random(seed)
     by_split: dict[str, list[MoralQuestion]] = defaultdict(list)
     for q in questions:
@@ -51,6 +57,23 @@ def _examples_for(
             "own-rot-paraphrase",
         ),
     ]
+    reason = strip_because(q.explanation)
+    rows += [
+        ("why-agree", q.question, q.agree_answer, reason, "agree", "own-explanation"),
+        ("why-disagree", q.question, q.disagree_answer, reason, "disagree", "own-explanation"),
+        ("related-agree", q.related_question, q.related_answer, rot, "agree", "own-rot-related"),
+    ]
+    if q.related_disagree_answer:
+        rows.append(
+            (
+                "related-disagree",
+                q.related_question,
+                q.related_disagree_answer,
+                rot,
+                "disagree",
+                "own-rot-related",
+            )
+        )
     others = [o for o in same_split if o.id != q.id and o.rot.text != rot]
     unrelated = [o for o in others if not set(o.rot.foundations) & set(q.rot.foundations)]
     if others:

@@ -142,3 +142,16 @@ def reason_of(answer: str) -> str:
 def because(text: str) -> str:
     """A reason as the reply to a why-question: "Because " + the reason."""
     return "Because " + lower_first(text.strip())
+
+
+_BECAUSE = re.compile(r"^\s*(?:well,?\s+)?because\b[\s,:;-]*", re.IGNORECASE)
+
+
+def strip_because(text: str) -> str:
+    """R_bot as an RoT: the reply without a leading "because" ("Because it's X" -> "It's X").
+
+    S_ME reads a bot's explanation this way, and the explanation-derived training examples
+    are built the same way, so the scorer is trained on what it reads.
+    """
+    stripped = _BECAUSE.sub("", text, count=1).strip()
+    return stripped[:1].upper() + stripped[1:] if stripped else stripped

@@ -14,7 +14,7 @@ import pytest
 from evaluators.agreement import AgreementItem
 from evaluators.factored import combine, direction_items
 from scenarios.types import AgreementExample
-from training.factored_data import direction_examples, leaks, stance_examples
+from training.factored_data import STANCE_LABEL, direction_examples, leaks, stance_examples
 
 
 def test_combination_rule_by_hand() -> None:
@@ -54,7 +54,7 @@ def test_stance_labels_follow_the_sign_rule() -> None:
     examples = [
         ex(1, Q, "No, give it back.", FORBIDS, "agree"),  # agrees with a forbidding RoT: rejects
         ex(2, Q, "Sure, keep it.", FORBIDS, "disagree"),  # breaks a forbidding RoT: endorses
-        ex(3, Q, "Sure, keep it.", PERMITS, "agree"),  # agrees with a permitting RoT: endorses
+        ex(3, Q, "Sure, keep it.", PERMITS, "agree"),  # endorses too: e2's stance example
         ex(4, Q, "Hard to say.", FORBIDS, "neutral"),  # no stance
         ex(5, "How do I cope?", "Talk to someone.", FORBIDS, "agree"),  # open: no stance label
         ex(6, Q, "Sure.", "Unlabelled rot.", "agree"),  # no stated direction: dropped
@@ -62,7 +62,9 @@ def test_stance_labels_follow_the_sign_rule() -> None:
         ex(8, Q, "Sure.", "Be kind.", "neutral", kind="mismatched-rot"),  # unrelated: no stance
     ]
     got = {e.id: e.label for e in stance_examples(examples, DIRECTIONS)}
-    assert got == {"e1": "disagree", "e2": "agree", "e3": "agree", "e4": "neutral"}
+    # one stance example per (question, answer): e3 is e2's answer judged against another RoT
+    assert got == {"e1": "disagree", "e2": "agree", "e4": "neutral"}
+    assert STANCE_LABEL[("agree", "for")] == "agree"  # e3 alone would give the same label
     assert all(e.rot == "" for e in stance_examples(examples, DIRECTIONS))
 
 
@@ -112,7 +114,9 @@ def test_core_pack_states_directions_and_none_for_the_sign_test() -> None:
     assert set(stated.values()) == {"for", "against", "unrelated", "open"}
     signs = [e for e in pack.agreement_in("test") if e.kind.startswith("signs:")]
     assert signs and not any((e.question, e.rot) in stated for e in signs)
-    # every labelled example with a question (bar the sign test) has its direction stated
+    # every labelled example with a question (bar the sign test, and the explanation-derived
+    # examples, whose "RoT" is a reason the factored halves do not train on) has its
+    # direction stated
     from training.factored_data import UNRELATED_KINDS
 
     sourced = [
@@ -123,7 +127,9 @@ def test_core_pack_states_directions_and_none_for_the_sign_test() -> None:
     missing = [
         e.id
         for e in sourced
-        if not e.kind.startswith("signs:") and (e.question, e.rot) not in stated
+        if not e.kind.startswith("signs:")
+        and e.kind != "own-explanation"
+        and (e.question, e.rot) not in stated
     ]
     assert not missing
     second = [d for d in pack.rot_directions if d.second_rater]

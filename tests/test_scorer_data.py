@@ -83,6 +83,23 @@ def test_assemble_drops_leaks_and_duplicates_and_splits_by_rot() -> None:
     assert dev_share("Tip your server.", 1.0) and not dev_share("Tip your server.", 0.0)
 
 
+def test_assemble_drops_outside_held_out_rules_and_keeps_an_item_in_one_split() -> None:
+    # the Moral Stories norms (validation only) are held out like the pack's own dev/test RoTs
+    items = [item(1, "agree", rot="You should help others in danger."), item(2, "agree")]
+    ratings = {i["id"]: i["label"] for i in items}
+    result = assemble(items, ratings, _pack(), fake_embed, "pairs",
+                      extra_held_rots=["You should help others in danger."])  # fmt: skip
+    assert [r["id"] for r in result.kept] == ["w-2"] and result.report["leaks_dropped"] == 1
+    # one question asked with two RoTs: both rows go to dev or both to train, by item
+    rows = [{**item(k, "agree", rot=f"rule {k}"), "item": "qf-1"} for k in range(20)]
+    ratings = {r["id"]: r["label"] for r in rows}
+    by_rot = assemble(rows, ratings, _pack(), fake_embed, "factorial", dev_fraction=0.5)
+    by_item = assemble(rows, ratings, _pack(), fake_embed, "factorial", dev_fraction=0.5,
+                       dev_group="item")  # fmt: skip
+    assert {r["split"] for r in by_rot.kept} == {"dev", "train"}
+    assert len({r["split"] for r in by_item.kept}) == 1
+
+
 # --------------------------------------------------------------------------- shipped data
 
 
@@ -129,3 +146,28 @@ def test_shipped_sign_test_set_is_separate_and_large_enough() -> None:
     assert not [
         e.id for e in signs if (normalise_text(e.answer), normalise_text(e.rot)) in train_texts
     ]
+
+
+def test_shipped_factorial_and_pair_data_cover_both_sides_and_state_directions() -> None:
+    """Question x answer x RoT items: each answer against an RoT for and one against the act,
+    so the same answer carries both labels; norm-action pairs: a following and a breaking
+    action per norm. No item crosses splits."""
+    pack = load_pack("core").pack
+    by = _core_sources()
+    factorial, pairs = by.get("factorial", []), by.get("pairs", [])
+    assert len(factorial) >= 8_000 and len(pairs) >= 3_000
+    stated = pack.direction_map()
+    assert all((e.question, e.rot) in stated for e in factorial)
+    labels_of: dict[tuple[str, str], set[str]] = {}
+    split_of: dict[str, set[str]] = {}
+    for e in factorial:
+        labels_of.setdefault((e.question, e.answer), set()).add(e.label)
+        split_of.setdefault(e.question, set()).add(e.split)
+    both = [k for k, v in labels_of.items() if v == {"agree", "disagree"}]
+    assert len(both) >= 0.5 * len(labels_of)  # the composition is in the data
+    assert all(len(v) == 1 for v in split_of.values())
+    assert {e.kind.split(":", 1)[1] for e in factorial} >= {"flat", "negated", "hedged", "evasive"}
+    assert not any(e.question for e in pairs)
+    by_rot = Counter((e.rot, e.label) for e in pairs)
+    paired = [rot for (rot, label) in by_rot if label == "agree" and (rot, "disagree") in by_rot]
+    assert len(paired) >= 1_500

@@ -53,15 +53,17 @@ def direction_of(example: AgreementExample, directions: dict[tuple[str, str], st
 def stance_examples(
     examples: Iterable[AgreementExample], directions: dict[tuple[str, str], str]
 ) -> list[AgreementExample]:
-    """Stance-labelled (question, answer) examples: the RoT is dropped from the input."""
-    out = []
+    """Stance-labelled (question, answer) examples, one per distinct (question, answer): the
+    RoT is dropped from the input, so an answer judged against two RoTs (one for the act, one
+    against) is one stance example, not two copies."""
+    out: dict[tuple[str, str], AgreementExample] = {}
     for e in examples:
-        if not e.question.strip():
+        if not e.question.strip() or (e.question, e.answer) in out:
             continue
         label = STANCE_LABEL.get((e.label, direction_of(e, directions) or ""))
         if label is not None:
-            out.append(replace(e, rot="", label=label))  # type: ignore[arg-type]
-    return out
+            out[(e.question, e.answer)] = replace(e, rot="", label=label)  # type: ignore[arg-type]
+    return list(out.values())
 
 
 def direction_examples(

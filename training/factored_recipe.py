@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 
@@ -24,6 +25,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--epochs", type=int, default=None)
     parser.add_argument("--frozen-layers", type=int, default=None)
     parser.add_argument("--max-length", type=int, default=None)
+    parser.add_argument(
+        "--sources", default=None, help="Example sources, e.g. derived,hard,written,bot,factorial."
+    )
     args = parser.parse_args(argv)
 
     from evaluators.scorer_eval import PairSet, evaluate_scorer, merge_card, pack_sets, write_card
@@ -36,6 +40,8 @@ def main(argv: list[str] | None = None) -> None:
     recipe = factored_recipe(
         args.seed, epochs=args.epochs, frozen_layers=args.frozen_layers, max_length=args.max_length
     )
+    if args.sources:
+        recipe = replace(recipe, sources=tuple(args.sources.split(",")))
     if args.out.exists():
         shutil.rmtree(args.out)
     result = train_factored_scorer(

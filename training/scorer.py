@@ -111,6 +111,8 @@ REFERENCE_ANSWER_KINDS: tuple[str, ...] = (
     "own-rot-paraphrase",
     "mismatched-rot",
     "restated-answer",
+    "own-explanation",
+    "own-rot-related",
 )
 """Derived examples whose text is the pack's reference answers: the moral bot's SFT targets."""
 

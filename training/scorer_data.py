@@ -150,10 +150,12 @@ def dev_share(rot: str, share: float) -> bool:
     return int.from_bytes(digest[:4], "big") / 2**32 < share
 
 
-def _split(row: dict[str, Any], dev_fraction: float, group: str | None, test: float) -> str:
+def _split(
+    row: dict[str, Any], dev_fraction: float, group: str | None, test: float, dev_group: str
+) -> str:
     if group and dev_share(str(row[group]), test):
         return "test"
-    return "dev" if dev_share(row["rot"], dev_fraction) else "train"
+    return "dev" if dev_share(str(row[dev_group]), dev_fraction) else "train"
 
 
 def assemble(
@@ -166,8 +168,17 @@ def assemble(
     split: str | None = None,
     test_group: str | None = None,
     test_fraction: float = 0.0,
+    extra_held_rots: Sequence[str] = (),
+    dev_group: str = "rot",
 ) -> Assembly:
     """Second-rated, de-duplicated, leak-free rows in the pack's format.
+
+    `extra_held_rots` are rules from outside the pack that must not be trained on either (the
+    Moral Stories dev norms: validation only), dropped exact or near-duplicate like the pack's.
+
+    `dev_group` is the key whose value goes to dev together: the RoT by default; the written
+    item for question x answer x RoT items, whose question comes with two RoTs and must not be
+    in dev with one and in train with the other.
 
     Splits: `split` for every row if given; else a row whose `test_group` value (e.g. the
     question id of a bot reply) falls in `test_fraction` goes to test -- all rows of a group
@@ -192,6 +203,7 @@ def assemble(
             unique.append(row)
     report["duplicates_dropped"] = len(kept) - len(unique)
     held_q, held_r = held_out_texts(pack)
+    held_r = [*held_r, *extra_held_rots]
     if split == "test":
         # A test set must not share an RoT with anything the pack trains or selects on.
         seen_rots = train_rots(pack) | {
@@ -209,7 +221,7 @@ def assemble(
     for i, row in enumerate(unique):
         if i in bad:
             continue
-        chosen = split or _split(row, dev_fraction, test_group, test_fraction)
+        chosen = split or _split(row, dev_fraction, test_group, test_fraction, dev_group)
         if chosen == "dev" and normalise_text(row["rot"]) in trained:
             chosen = "train"
         out.append(
@@ -242,7 +254,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--test-group", default=None, help="Key whose values go to test together.")
     parser.add_argument("--test-fraction", type=float, default=0.0)
     parser.add_argument("--dev-fraction", type=float, default=0.05)
+    parser.add_argument("--dev-group", default="rot", help="Key whose values go to dev together.")
     parser.add_argument("--pack", default="core")
+    parser.add_argument(
+        "--moral-stories",
+        type=Path,
+        default=None,
+        help="Moral Stories dev JSONL: rows whose RoT is (nearly) one of its norms are dropped.",
+    )
     args = parser.parse_args(argv)
 
     from agents.models import load_sentence_encoder
@@ -252,6 +271,11 @@ def main(argv: list[str] | None = None) -> None:
     items = read_jsonl(args.items)
     ratings = {r["id"]: r["label"] for r in read_jsonl(args.ratings)}
     encoder = load_sentence_encoder("minilm-l6")
+    norms: list[str] = []
+    if args.moral_stories:
+        from scenarios.loaders import load_moral_stories
+
+        norms = sorted({p.norm for p in load_moral_stories(args.moral_stories)[0]})
     result = assemble(
         items,
         ratings,
@@ -262,6 +286,8 @@ def main(argv: list[str] | None = None) -> None:
         split=args.split,
         test_group=args.test_group,
         test_fraction=args.test_fraction,
+        extra_held_rots=norms,
+        dev_group=args.dev_group,
     )
     with args.out.open("w", encoding="utf-8") as fh:
         for row in result.kept:

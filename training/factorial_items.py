@@ -1,0 +1,83 @@
+"""Expand written question × answer × RoT items into labelled agreement examples.
+
+A writer gives one question about an act, one RoT for the act and one against it, and answers
+with their stance on doing the act (endorse / reject / none). Each answer is then an example
+against both RoTs, its label fixed by the stance and the RoT's direction: the same "Sure, go
+ahead" agrees with the RoT for the act and disagrees with the one against it, which is the
+composition a single cross-encoder otherwise fails to learn (docs/methods.md §3). Raters later
+label every expanded example blind (training.scorer_data keeps those both agree on). Usage:
+
+    python -m training.factorial_items --items 'data/agreement_raw/qf/w*/part*.jsonl' \
+        --out data/agreement_raw/qf/expanded.jsonl --directions data/agreement_raw/qf/dirs.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from training.scorer_data import read_jsonl
+
+STANCES = ("endorse", "reject", "none")
+LABEL = {
+    ("endorse", "for"): "agree",
+    ("endorse", "against"): "disagree",
+    ("reject", "for"): "disagree",
+    ("reject", "against"): "agree",
+    ("none", "for"): "neutral",
+    ("none", "against"): "neutral",
+}
+"""(answer's stance on the act, RoT's direction on it) -> agreement label."""
+
+
+def expand_item(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every answer of one item against its RoT for and its RoT against the act."""
+    for key in ("item", "question", "rot_for", "rot_against", "answers"):
+        if key not in item:
+            raise ValueError(f"{item.get('item', '?')}: missing field {key!r}")
+    rows = []
+    for k, answer in enumerate(item["answers"], 1):
+        stance = answer.get("stance")
+        if stance not in STANCES:
+            raise ValueError(f"{item['item']}: answer {k}: stance {stance!r} not in {STANCES}")
+        for direction in ("for", "against"):
+            rows.append(
+                {
+                    "id": f"{item['item']}-a{k}-{direction}",
+                    "item": item["item"],
+                    "question": item["question"],
+                    "answer": answer["text"],
+                    "rot": item[f"rot_{direction}"],
+                    "label": LABEL[(stance, direction)],
+                    "phenomenon": str(answer.get("style") or "unspecified"),
+                }
+            )
+    return rows
+
+
+def stated_directions(item: dict[str, Any]) -> list[dict[str, str]]:
+    """The two (question, RoT) directions an item states, in the pack's directions format."""
+    return [
+        {"question": item["question"], "rot": item[f"rot_{d}"], "direction": d}
+        for d in ("for", "against")
+    ]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", nargs="+", required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--directions", type=Path, required=True)
+    args = parser.parse_args(argv)
+    items = read_jsonl(args.items)
+    rows = [row for item in items for row in expand_item(item)]
+    args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    dirs = [d for item in items for d in stated_directions(item)]
+    args.directions.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dirs))
+    print(f"{len(items)} items -> {len(rows)} examples, {len(dirs)} stated directions")
+
+
+if __name__ == "__main__":
+    main()
