@@ -1,9 +1,7 @@
 """Agreement-scorer training examples derived from a pack's questions (docs/methods.md §3).
 
 From each question: its agreeing and disagreeing reference answers against its own RoT (on
-the question and on two paraphrases), the related question's answers (the one that follows
-the RoT and, where the pack has it, the one that breaks it) against the same RoT, and both
-answers against its explanation read as a rule (S_ME reads
+the question and on a paraphrase each) and against its explanation read as a rule (S_ME reads
 the bot's reply to "why?" that way: the follower's reason agrees with the agreeing answer and
 disagrees with the disagreeing one), and the neutral augmentations the MoralDial scorer is
 trained with: a mismatched RoT from another question of the same split, a non-answer
@@ -25,8 +23,8 @@ NON_ANSWERS = ("I don't know.", "I'm not sure.", "Hard to say, honestly.", "I ca
 def derive_agreement_examples(
     questions: list[MoralQuestion], seed: int = 0
 ) -> list[AgreementExample]:
-    """Eleven or twelve labelled examples per question (twelve with a breaking related answer);
-    the same questions and seed give the same list."""
+    """Ten labelled examples per question (nine when its split has no other question to take
+    a mismatched RoT from); the same questions and seed give the same list."""
     rng = random.Random(seed)
     by_split: dict[str, list[MoralQuestion]] = defaultdict(list)
     for q in questions:
@@ -61,19 +59,7 @@ def _examples_for(
     rows += [
         ("why-agree", q.question, q.agree_answer, reason, "agree", "own-explanation"),
         ("why-disagree", q.question, q.disagree_answer, reason, "disagree", "own-explanation"),
-        ("related-agree", q.related_question, q.related_answer, rot, "agree", "own-rot-related"),
     ]
-    if q.related_disagree_answer:
-        rows.append(
-            (
-                "related-disagree",
-                q.related_question,
-                q.related_disagree_answer,
-                rot,
-                "disagree",
-                "own-rot-related",
-            )
-        )
     others = [o for o in same_split if o.id != q.id and o.rot.text != rot]
     unrelated = [o for o in others if not set(o.rot.foundations) & set(q.rot.foundations)]
     if others:

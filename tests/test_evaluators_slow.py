@@ -49,7 +49,7 @@ def test_default_scorer_has_a_card_with_every_pack_figure(scorer: AgreementScore
     assert keys["in_domain_macro_f1"] == card["figures"]["pack-test"]["macro_f1"]
     # The default recipe: the pack's own examples three times, 6,000 written, every bot reply.
     assert card["training"]["data"]["train"] == {
-        "bot": 2348, "derived": 3 * 1808, "hard": 3 * 238, "written": 6000,
+        "bot": 2348, "derived": 3 * 2260, "hard": 3 * 238, "written": 6000,
     }  # fmt: skip
 
 
@@ -62,8 +62,8 @@ def test_default_scorer_orders_real_moral_stories_actions_above_chance(
 
     pairs = load_moral_stories(SHARED_DATA / "moral_stories" / "dev.jsonl")[0]
     figures = evaluate_scorer(scorer, [], [PairSet("moral-stories", pairs)])
-    # Chance is 50%; the default measured 68.6% (2026-12-01), still under the 70% line its
-    # card and reports warn at (README).
+    # Chance is 50%; the default measured 63.1% (2026-12-02), under the 70% line its card and
+    # reports warn at (README).
     pairwise = figures["moral-stories"]["pairwise_accuracy"]
     card = json.loads((scorer.path / CARD_NAME).read_text())
     reference = card["figures"].get("moral-stories")

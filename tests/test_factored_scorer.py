@@ -14,7 +14,7 @@ import pytest
 from evaluators.agreement import AgreementItem
 from evaluators.factored import combine, direction_items
 from scenarios.types import AgreementExample
-from training.factored_data import STANCE_LABEL, direction_examples, leaks, stance_examples
+from training.factored_data import direction_examples, leaks, stance_examples
 
 
 def test_combination_rule_by_hand() -> None:
@@ -64,7 +64,12 @@ def test_stance_labels_follow_the_sign_rule() -> None:
     got = {e.id: e.label for e in stance_examples(examples, DIRECTIONS)}
     # one stance example per (question, answer): e3 is e2's answer judged against another RoT
     assert got == {"e1": "disagree", "e2": "agree", "e4": "neutral"}
-    assert STANCE_LABEL[("agree", "for")] == "agree"  # e3 alone would give the same label
+    # labels that imply two stances for one (question, answer) drop it; an unlabelled first
+    # sighting does not block a later labelled one
+    clash = [ex(1, Q, "Fine.", FORBIDS, "disagree"), ex(2, Q, "Fine.", PERMITS, "disagree")]
+    assert stance_examples(clash, DIRECTIONS) == []
+    late = [ex(1, Q, "Ok.", "Unlabelled rot.", "agree"), ex(2, Q, "Ok.", PERMITS, "agree")]
+    assert [e.id for e in stance_examples(late, DIRECTIONS)] == ["e2"]
     assert all(e.rot == "" for e in stance_examples(examples, DIRECTIONS))
 
 

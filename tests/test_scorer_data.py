@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -98,6 +99,13 @@ def test_assemble_drops_outside_held_out_rules_and_keeps_an_item_in_one_split() 
                        dev_group="item")  # fmt: skip
     assert {r["split"] for r in by_rot.kept} == {"dev", "train"}
     assert len({r["split"] for r in by_item.kept}) == 1
+    # a group one of whose RoTs the pack already trains on goes to train whole
+    trained = _pack()
+    trained.questions[0] = replace(trained.questions[0], split="train")
+    rows[0] = {**rows[0], "rot": "It's wrong to lie to your boss."}
+    whole = assemble(rows, ratings, trained, fake_embed, "factorial", dev_fraction=1.0,
+                     dev_group="item")  # fmt: skip
+    assert {r["split"] for r in whole.kept} == {"train"}
 
 
 # --------------------------------------------------------------------------- shipped data
@@ -168,6 +176,14 @@ def test_shipped_factorial_and_pair_data_cover_both_sides_and_state_directions()
     assert all(len(v) == 1 for v in split_of.values())
     assert {e.kind.split(":", 1)[1] for e in factorial} >= {"flat", "negated", "hedged", "evasive"}
     assert not any(e.question for e in pairs)
+    held_q, held_r = set(), set()
+    for q in pack.questions:
+        if q.split != "train":
+            held_q |= {normalise_text(t) for t in (q.question, *q.paraphrases, q.related_question)}
+            held_r.add(normalise_text(q.rot.text))
+    for e in [*factorial, *pairs]:
+        assert normalise_text(e.rot) not in held_r, e.id
+        assert not e.question or normalise_text(e.question) not in held_q, e.id
     by_rot = Counter((e.rot, e.label) for e in pairs)
     paired = [rot for (rot, label) in by_rot if label == "agree" and (rot, "disagree") in by_rot]
     assert len(paired) >= 1_500

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from evaluators.scorer_eval import (
 )
 from moralsim.cli import app
 from scenarios.loaders import NormPair, ScenarioLoadError, load_moral_stories
+from scenarios.types import AgreementExample
 
 runner = CliRunner()
 
@@ -163,6 +165,14 @@ def test_reference_figures_only_carry_over_to_a_reproducing_build(
     assert scorer_module.reference_figures(0.70) == {}  # another model: nothing carried over
     ref.write_text(json.dumps({"recipe": {**recipe, "epochs": 9}, "pack_dev_macro_f1": 0.774}))
     assert scorer_module.reference_figures(0.774) == {}  # another recipe
+    # the same recipe on other training examples is another model, however close its F1
+    ex = AgreementExample("e1", "Can I?", "No.", "Don't.", "agree", "train", "hard:x")
+    digest = scorer_module.training_data_digest([ex], [])
+    assert digest != scorer_module.training_data_digest([replace(ex, label="neutral")], [])
+    shipped = {"recipe": recipe, "pack_dev_macro_f1": 0.774, "data_sha256": digest}
+    ref.write_text(json.dumps({**shipped, "figures": {"m": {"kind": "pairs"}}}))
+    assert scorer_module.reference_figures(0.774, data_sha256=digest)
+    assert scorer_module.reference_figures(0.774, data_sha256="other") == {}
 
 
 def test_the_shipped_reference_figures_are_for_the_default_recipe() -> None:

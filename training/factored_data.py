@@ -55,15 +55,22 @@ def stance_examples(
 ) -> list[AgreementExample]:
     """Stance-labelled (question, answer) examples, one per distinct (question, answer): the
     RoT is dropped from the input, so an answer judged against two RoTs (one for the act, one
-    against) is one stance example, not two copies."""
+    against) is one stance example, not two copies. A (question, answer) whose labels imply
+    two different stances (a reply labelled against two RoTs by readers who saw it
+    differently) is left out rather than decided by file order."""
     out: dict[tuple[str, str], AgreementExample] = {}
+    conflicting: set[tuple[str, str]] = set()
     for e in examples:
-        if not e.question.strip() or (e.question, e.answer) in out:
+        if not e.question.strip():
             continue
         label = STANCE_LABEL.get((e.label, direction_of(e, directions) or ""))
-        if label is not None:
-            out[(e.question, e.answer)] = replace(e, rot="", label=label)  # type: ignore[arg-type]
-    return list(out.values())
+        if label is None:
+            continue
+        key = (e.question, e.answer)
+        if key in out and out[key].label != label:
+            conflicting.add(key)
+        out.setdefault(key, replace(e, rot="", label=label))  # type: ignore[arg-type]
+    return [e for key, e in out.items() if key not in conflicting]
 
 
 def direction_examples(

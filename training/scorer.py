@@ -8,6 +8,7 @@ the best epoch kept, test metrics reported once at the end.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import time
@@ -112,7 +113,6 @@ REFERENCE_ANSWER_KINDS: tuple[str, ...] = (
     "mismatched-rot",
     "restated-answer",
     "own-explanation",
-    "own-rot-related",
 )
 """Derived examples whose text is the pack's reference answers: the moral bot's SFT targets."""
 
@@ -599,7 +599,24 @@ def recipe_key(recipe: ScorerTrainingConfig) -> dict[str, Any]:
     return key
 
 
-def reference_figures(measured_dev_macro_f1: float, tolerance: float = 0.01) -> dict[str, Any]:
+def training_data_digest(*splits: Sequence[AgreementExample]) -> str:
+    """A fingerprint of the examples a build trains and selects on (their text and labels).
+
+    The pack's files alone do not fix them: examples are also derived from the questions by
+    code, and a change there changes the model as much as a change of data.
+    """
+    digest = hashlib.sha256()
+    for rows in splits:
+        for e in rows:
+            for part in (e.question, e.answer, e.rot, e.label, e.split):
+                digest.update(part.encode() + b"\0")
+        digest.update(b"\1")
+    return digest.hexdigest()
+
+
+def reference_figures(
+    measured_dev_macro_f1: float, tolerance: float = 0.01, data_sha256: str | None = None
+) -> dict[str, Any]:
     """The developers' Moral Stories figures for this recipe, if this build reproduces theirs.
 
     Moral Stories is not shipped (it is validation data under its own licence), so a user's
@@ -608,7 +625,9 @@ def reference_figures(measured_dev_macro_f1: float, tolerance: float = 0.01) -> 
     macro-F1 is within `tolerance` of that is the same model up to float noise, and its card
     carries the reference figures, marked as such; any other build carries none, and reports
     then say the scorer is not validated on real data until `moralsim scorer eval
-    --moral-stories FILE` measures it.
+    --moral-stories FILE` measures it. When the reference records the digest of its training
+    data (`training_data_digest`) and `data_sha256` is given, they must match too: a build on
+    other examples is another model even if its pack-dev macro-F1 lands close.
     """
     try:
         ref = json.loads(REFERENCE_FILE.read_text(encoding="utf-8"))
@@ -617,6 +636,8 @@ def reference_figures(measured_dev_macro_f1: float, tolerance: float = 0.01) -> 
     if ref.get("recipe") != recipe_key(DEFAULT_SCORER_RECIPE):
         return {}
     if abs(float(ref["pack_dev_macro_f1"]) - measured_dev_macro_f1) > tolerance:
+        return {}
+    if data_sha256 is not None and ref.get("data_sha256", data_sha256) != data_sha256:
         return {}
     return {
         name: {**figure, "measured_by": "moralsim developers (reference build of this recipe)"}
@@ -654,7 +675,13 @@ def build_default_agreement_scorer(pack_dir: Path, out_dir: Path) -> None:
         DEFAULT_SCORER_RECIPE,
         progress=lambda message: print(message, flush=True),
     )  # fmt: skip
-    card = write_pack_card(out_dir, pack, "agreement-minilm", reference=True)
+    card = write_pack_card(
+        out_dir,
+        pack,
+        "agreement-minilm",
+        reference=True,
+        data_sha256=training_data_digest(chosen("train"), chosen("dev")),
+    )
     keys = card["key_figures"]
     pairwise = keys["real_data_pairwise_accuracy"]
     print(
@@ -665,7 +692,13 @@ def build_default_agreement_scorer(pack_dir: Path, out_dir: Path) -> None:
     )
 
 
-def write_pack_card(out_dir: Path, pack: Any, name: str, reference: bool = False) -> dict[str, Any]:
+def write_pack_card(
+    out_dir: Path,
+    pack: Any,
+    name: str,
+    reference: bool = False,
+    data_sha256: str | None = None,
+) -> dict[str, Any]:
     """Measure a freshly trained scorer on the pack's labelled sets and write its card.
 
     `reference` adds the developers' Moral Stories figures when the build reproduces the
@@ -687,7 +720,9 @@ def write_pack_card(out_dir: Path, pack: Any, name: str, reference: bool = False
     metrics = json.loads((Path(out_dir) / record).read_text(encoding="utf-8"))
     card = merge_card(None, name, figures, metrics)
     if reference:
-        card["figures"].update(reference_figures(figures["pack-dev"]["macro_f1"]))
+        card["figures"].update(
+            reference_figures(figures["pack-dev"]["macro_f1"], data_sha256=data_sha256)
+        )
     card["key_figures"] = key_figures(card["figures"])
     write_card(out_dir, card)
     return card

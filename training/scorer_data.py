@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from scenarios.phrases import strip_because
 from scenarios.types import LABELS
 
 NEAR_DUPLICATE = 0.9
@@ -96,7 +97,8 @@ def held_out_texts(pack: Any) -> tuple[list[str], list[str]]:
     for q in pack.questions:
         if q.split in ("dev", "test"):
             questions += [q.question, *q.paraphrases, q.related_question]
-            rots.append(q.rot.text)
+            # the explanation is read as a rule too (the pack's own-explanation examples, S_ME)
+            rots += [q.rot.text, strip_because(q.explanation)]
     for e in pack.agreement_examples:
         # Hand-written held-out sets (hard cases, the sign test set); not bot replies, which are
         # asked from train questions, nor the examples derived from the questions above.
@@ -108,7 +110,12 @@ def held_out_texts(pack: Any) -> tuple[list[str], list[str]]:
 
 def train_rots(pack: Any) -> set[str]:
     """RoTs the pack already trains on: a new example with one of them must not go to dev."""
-    rots = {normalise_text(q.rot.text) for q in pack.questions if q.split == "train"}
+    rots = {
+        normalise_text(text)
+        for q in pack.questions
+        if q.split == "train"
+        for text in (q.rot.text, strip_because(q.explanation))
+    }
     rots |= {
         normalise_text(e.rot)
         for e in pack.agreement_examples
@@ -217,12 +224,16 @@ def assemble(
         bad = leaking(unique, held_q, held_r, embed)
     report["leaks_dropped"] = len(bad)
     trained = train_rots(pack)
+    kept_rows = [row for i, row in enumerate(unique) if i not in bad]
+    for row in kept_rows:
+        if dev_group not in row:
+            raise ValueError(f"{row['id']}: no {dev_group!r} to group the dev split by")
+    # a group with a RoT the pack already trains on goes to train whole, never split in two
+    to_train = {str(r[dev_group]) for r in kept_rows if normalise_text(r["rot"]) in trained}
     out = []
-    for i, row in enumerate(unique):
-        if i in bad:
-            continue
+    for row in kept_rows:
         chosen = split or _split(row, dev_fraction, test_group, test_fraction, dev_group)
-        if chosen == "dev" and normalise_text(row["rot"]) in trained:
+        if chosen == "dev" and str(row[dev_group]) in to_train:
             chosen = "train"
         out.append(
             {
