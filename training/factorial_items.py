@@ -18,18 +18,20 @@ import json
 from pathlib import Path
 from typing import Any
 
+from training.factored_data import STANCE_LABEL
 from training.scorer_data import read_jsonl
 
-STANCES = ("endorse", "reject", "none")
+STANCE_CLASS = {"endorse": "agree", "reject": "disagree", "none": "neutral"}
+"""A writer's stance name -> the stance classifier's label (training.factored_data)."""
+STANCES = tuple(STANCE_CLASS)
 LABEL = {
-    ("endorse", "for"): "agree",
-    ("endorse", "against"): "disagree",
-    ("reject", "for"): "disagree",
-    ("reject", "against"): "agree",
-    ("none", "for"): "neutral",
-    ("none", "against"): "neutral",
+    (stance, direction): label
+    for (label, direction), stance_class in STANCE_LABEL.items()
+    for stance, cls in STANCE_CLASS.items()
+    if cls == stance_class
 }
-"""(answer's stance on the act, RoT's direction on it) -> agreement label."""
+"""(answer's stance on the act, RoT's direction on it) -> agreement label: the factored
+scorer's sign rule (`STANCE_LABEL`) read backwards, so the two can never disagree."""
 
 
 def expand_item(item: dict[str, Any]) -> list[dict[str, Any]]:
