@@ -179,8 +179,8 @@ def _locate_core_pack() -> Path:
 
 
 def _pack_fingerprint(folder: Path, recipe: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What a trained scorer depends on: the pack's bytes, the base encoder, the recipe
-    (default: the embedded cross-encoder's)."""
+    """What a trained scorer depends on: the pack's bytes, how examples are derived from it,
+    the base encoder, the recipe (default: the embedded cross-encoder's)."""
     digest = hashlib.sha256()
     for path in sorted(folder.glob("*")):
         if path.is_file():
@@ -193,7 +193,14 @@ def _pack_fingerprint(folder: Path, recipe: dict[str, Any] | None = None) -> dic
         from training.scorer import DEFAULT_SCORER_RECIPE, recipe_key
 
         recipe = recipe_key(DEFAULT_SCORER_RECIPE)
-    return {"pack_sha256": digest.hexdigest(), "base_package_version": base, "recipe": recipe}
+    from scenarios.agreement_examples import DERIVATION_VERSION
+
+    return {
+        "pack_sha256": digest.hexdigest(),
+        "derivation": DERIVATION_VERSION,
+        "base_package_version": base,
+        "recipe": recipe,
+    }
 
 
 def _factored_fingerprint(folder: Path) -> dict[str, Any]:

@@ -17,6 +17,11 @@ from collections import defaultdict
 from scenarios.phrases import strip_because
 from scenarios.types import AgreementExample, MoralQuestion
 
+DERIVATION_VERSION = 2
+"""Raised whenever the derived examples change (2: the explanation examples, 2026-12-02): a
+scorer built from a pack is rebuilt when the examples it trains on are derived differently,
+even though the pack's files are the same (agents.models fingerprints it)."""
+
 NON_ANSWERS = ("I don't know.", "I'm not sure.", "Hard to say, honestly.", "I can't really say.")
 
 

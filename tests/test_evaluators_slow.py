@@ -82,7 +82,7 @@ def test_agreeing_answer_scores_above_a_disagreeing_one(scorer: AgreementScorer)
             AgreementItem(question, "I don't know.", rot),
         ]
     )
-    # Measured 2026-12-01: +0.42, +0.16, ~0. The scorer reads the flat "Sure, ..." reply as
+    # Measured 2026-12-02: +0.51, +0.20, ~0. The scorer reads the flat "Sure, ..." reply as
     # mildly agreeing rather than disagreeing (its known weakness with flat answers, see the
     # README and `moralsim validate`), so the test asks for the ordering it does get right.
     assert values[0] > 0.3

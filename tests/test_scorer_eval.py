@@ -176,8 +176,24 @@ def test_reference_figures_only_carry_over_to_a_reproducing_build(
 
 
 def test_the_shipped_reference_figures_are_for_the_default_recipe() -> None:
-    """A recipe field added later must not orphan the developers' Moral Stories figures."""
-    from training.scorer import DEFAULT_SCORER_RECIPE, REFERENCE_FILE, recipe_key
+    """A recipe field added later must not orphan the developers' Moral Stories figures, and
+    a change of the core pack's training examples must come with re-measured figures."""
+    from scenarios.pack import load_pack
+    from training.scorer import (
+        DEFAULT_SCORER_RECIPE,
+        REFERENCE_FILE,
+        _source_of,
+        recipe_key,
+        training_data_digest,
+    )
 
     shipped = json.loads(REFERENCE_FILE.read_text(encoding="utf-8"))
     assert shipped["recipe"] == recipe_key(DEFAULT_SCORER_RECIPE)
+    pack = load_pack("core").pack
+
+    def chosen(split: str) -> list[AgreementExample]:
+        return [
+            e for e in pack.agreement_in(split) if _source_of(e) in DEFAULT_SCORER_RECIPE.sources
+        ]
+
+    assert shipped["data_sha256"] == training_data_digest(chosen("train"), chosen("dev"))

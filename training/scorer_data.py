@@ -218,14 +218,19 @@ def assemble(
             for e in pack.agreement_examples
             if e.split == "dev" and e.kind.startswith("hard:")
         }
-        seen_rots |= {normalise_text(q.rot.text) for q in pack.questions if q.split == "dev"}
+        seen_rots |= {
+            normalise_text(text)
+            for q in pack.questions
+            if q.split == "dev"
+            for text in (q.rot.text, strip_because(q.explanation))
+        }
         bad = {i for i, r in enumerate(unique) if normalise_text(r["rot"]) in seen_rots}
     else:
         bad = leaking(unique, held_q, held_r, embed)
     report["leaks_dropped"] = len(bad)
     trained = train_rots(pack)
     kept_rows = [row for i, row in enumerate(unique) if i not in bad]
-    for row in kept_rows:
+    for row in kept_rows if split is None else []:
         if dev_group not in row:
             raise ValueError(f"{row['id']}: no {dev_group!r} to group the dev split by")
     # a group with a RoT the pack already trains on goes to train whole, never split in two
