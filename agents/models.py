@@ -295,6 +295,12 @@ def _is_prepared(target: Path, expected: dict[str, Any]) -> bool:
     return marker == expected
 
 
+def is_current(model: EmbeddedModel, source: Path) -> bool:
+    """Whether the cached build is the one `prepare_model` would make now (same pack bytes,
+    derivation, recipe and package): a stale build is rebuilt on next use."""
+    return _is_prepared(_prepared_dir(model.name), _marker_for(model, source))
+
+
 def prepare_model(name: str, *, force: bool = False, progress: Progress = _stderr) -> PrepareResult:
     """Make an embedded model ready to load; a no-op when it already is."""
     force_offline()

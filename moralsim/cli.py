@@ -819,7 +819,7 @@ def _clip(text: str, limit: int = 140) -> str:
 @models_app.command("list")
 def models_list() -> None:
     """Show the embedded models, where they live and whether they are prepared."""
-    from agents.models import MARKER, ModelError, cache_dir, embedded_models
+    from agents.models import MARKER, ModelError, cache_dir, embedded_models, is_current
 
     table = Table(title=f"embedded models (cache: {cache_dir()})")
     table.add_column("name", no_wrap=True)
@@ -838,7 +838,12 @@ def models_list() -> None:
             continue
         target = cache_dir() / "models" / model.name
         command = f"moralsim models prepare{' ' + model.name if model.optional else ''}"
-        status = "prepared" if (target / MARKER).is_file() else f"not prepared ({command})"
+        if not (target / MARKER).is_file():
+            status = f"not prepared ({command})"
+        elif is_current(model, source):
+            status = "prepared"
+        else:  # built from another pack, recipe or derivation: the next use rebuilds it
+            status = f"stale: rebuilt on next use ({command})"
         metrics_file = target / "metrics.json"
         if status == "prepared" and metrics_file.is_file():
             metrics = json.loads(metrics_file.read_text(encoding="utf-8"))

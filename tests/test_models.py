@@ -166,7 +166,10 @@ def test_folder_without_marker_is_rebuilt(fake_model, isolated_cache: Path) -> N
 def test_changed_source_is_rebuilt(fake_model, isolated_cache: Path) -> None:
     build, source = fake_model
     prepare_model("fake-lm", progress=lambda m: None)
+    fake = models.embedded_models()["fake-lm"]
+    assert models.is_current(fake, source)  # what `models list` calls "prepared"
     source.write_bytes(b"weights-v2-longer")
+    assert not models.is_current(fake, source)  # "stale": the next use rebuilds it
     path = prepare_model("fake-lm", progress=lambda m: None).path
     assert build.calls == 2
     assert (path / "model.safetensors").read_bytes() == b"weights-v2-longer"
