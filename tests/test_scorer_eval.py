@@ -182,7 +182,7 @@ def test_the_shipped_reference_figures_are_for_the_default_recipe() -> None:
     from training.scorer import (
         DEFAULT_SCORER_RECIPE,
         REFERENCE_FILE,
-        _source_of,
+        recipe_examples,
         recipe_key,
         training_data_digest,
     )
@@ -191,9 +191,5 @@ def test_the_shipped_reference_figures_are_for_the_default_recipe() -> None:
     assert shipped["recipe"] == recipe_key(DEFAULT_SCORER_RECIPE)
     pack = load_pack("core").pack
 
-    def chosen(split: str) -> list[AgreementExample]:
-        return [
-            e for e in pack.agreement_in(split) if _source_of(e) in DEFAULT_SCORER_RECIPE.sources
-        ]
-
-    assert shipped["data_sha256"] == training_data_digest(chosen("train"), chosen("dev"))
+    train, dev = (recipe_examples(pack, DEFAULT_SCORER_RECIPE, s) for s in ("train", "dev"))
+    assert shipped["data_sha256"] == training_data_digest(train, dev)

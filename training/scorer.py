@@ -601,6 +601,13 @@ def recipe_key(recipe: ScorerTrainingConfig) -> dict[str, Any]:
     return key
 
 
+def recipe_examples(pack: Any, recipe: ScorerTrainingConfig, split: str) -> list[AgreementExample]:
+    """A split's examples from the recipe's sources (all of them when it names none)."""
+    return [
+        e for e in pack.agreement_in(split) if not recipe.sources or _source_of(e) in recipe.sources
+    ]
+
+
 def training_data_digest(*splits: Sequence[AgreementExample]) -> str:
     """A fingerprint of the examples a build trains and selects on (their text and labels).
 
@@ -662,11 +669,7 @@ def build_default_agreement_scorer(pack_dir: Path, out_dir: Path) -> None:
     recipe = DEFAULT_SCORER_RECIPE
 
     def chosen(split: str) -> list[AgreementExample]:
-        return [
-            e
-            for e in pack.agreement_in(split)
-            if not recipe.sources or _source_of(e) in recipe.sources
-        ]
+        return recipe_examples(pack, recipe, split)
 
     # Train and select the epoch on the recipe's sources; report test on the pack's own set.
     train_agreement_classifier(

@@ -91,14 +91,19 @@ def second_rated(
     }
 
 
+def question_rules(q: Any) -> tuple[str, str]:
+    """The texts a pack question's examples use as rules: its RoT and its explanation read as
+    one (the own-explanation examples, S_ME)."""
+    return q.rot.text, strip_because(q.explanation)
+
+
 def held_out_texts(pack: Any) -> tuple[list[str], list[str]]:
     """Questions (with paraphrases and related questions) and RoTs of the dev and test splits."""
     questions, rots = [], []
     for q in pack.questions:
         if q.split in ("dev", "test"):
             questions += [q.question, *q.paraphrases, q.related_question]
-            # the explanation is read as a rule too (the pack's own-explanation examples, S_ME)
-            rots += [q.rot.text, strip_because(q.explanation)]
+            rots += question_rules(q)
     for e in pack.agreement_examples:
         # Hand-written held-out sets (hard cases, the sign test set); not bot replies, which are
         # asked from train questions, nor the examples derived from the questions above.
@@ -114,7 +119,7 @@ def train_rots(pack: Any) -> set[str]:
         normalise_text(text)
         for q in pack.questions
         if q.split == "train"
-        for text in (q.rot.text, strip_because(q.explanation))
+        for text in question_rules(q)
     }
     rots |= {
         normalise_text(e.rot)
@@ -222,7 +227,7 @@ def assemble(
             normalise_text(text)
             for q in pack.questions
             if q.split == "dev"
-            for text in (q.rot.text, strip_because(q.explanation))
+            for text in question_rules(q)
         }
         bad = {i for i, r in enumerate(unique) if normalise_text(r["rot"]) in seen_rots}
     else:
