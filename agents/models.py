@@ -206,9 +206,11 @@ def _pack_fingerprint(folder: Path, recipe: dict[str, Any] | None = None) -> dic
 def _factored_fingerprint(folder: Path) -> dict[str, Any]:
     from dataclasses import asdict
 
+    from training.factored_data import DERIVATION_VERSION
     from training.factored_scorer import DEFAULT_FACTORED_RECIPE
 
-    return _pack_fingerprint(folder, json.loads(json.dumps(asdict(DEFAULT_FACTORED_RECIPE))))
+    recipe = json.loads(json.dumps(asdict(DEFAULT_FACTORED_RECIPE)))
+    return _pack_fingerprint(folder, recipe | {"factored_derivation": DERIVATION_VERSION})
 
 
 def embedded_models() -> dict[str, EmbeddedModel]:
@@ -248,7 +250,7 @@ def embedded_models() -> dict[str, EmbeddedModel]:
             "trained on the core pack and its stated RoT directions",
             locate=_locate_core_pack,
             build="training.factored_scorer:build_embedded_factored_scorer",
-            estimate="~34 min on 2 CPU cores",
+            estimate="~45 min on 2 CPU cores",
             fingerprint=_factored_fingerprint,
             optional=True,
         ),

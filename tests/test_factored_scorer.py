@@ -13,8 +13,15 @@ import pytest
 
 from evaluators.agreement import AgreementItem
 from evaluators.factored import combine, direction_items
-from scenarios.types import AgreementExample
-from training.factored_data import direction_examples, leaks, stance_examples
+from scenarios.rot import RoT
+from scenarios.types import AgreementExample, MoralQuestion
+from training.factored_data import (
+    direction_examples,
+    leaks,
+    reason_examples,
+    stance_examples,
+    with_explanation_directions,
+)
 
 
 def test_combination_rule_by_hand() -> None:
@@ -93,6 +100,56 @@ def test_direction_examples_one_per_act_and_rot() -> None:
     }
     held = [replace(examples[0], id="dev1")]
     assert leaks(examples, held) == ["dev1"]
+
+
+def _question(i: int, question: str, rot: str, explanation: str) -> MoralQuestion:
+    return MoralQuestion(
+        f"q{i}", question, (), RoT(rot), "Yes.", "No.", explanation, "Related?", "train"
+    )
+
+
+def test_an_explanation_takes_its_rots_direction_on_the_act() -> None:
+    questions = [
+        _question(1, Q, FORBIDS, "Because it is not yours."),
+        _question(2, "How do I cope?", FORBIDS, "Because talking helps."),  # open: nothing
+        _question(3, "Can I tip?", PERMITS, "Because they earned it."),  # no stated direction
+    ]
+    got = with_explanation_directions(questions, DIRECTIONS)
+    assert got == DIRECTIONS | {(Q, "It is not yours."): "against"}
+    examples = [
+        ex(1, Q, "No, give it back.", "It is not yours.", "agree", kind="own-explanation"),
+        ex(2, Q, "Sure.", "It is not yours.", "disagree", kind="own-explanation"),
+    ]
+    assert direction_examples(examples, DIRECTIONS) == []  # stated directions alone: untrained
+    [learned] = direction_examples(examples, got)
+    assert (learned.answer, learned.rot, learned.label) == (Q, "It is not yours.", "disagree")
+    assert {e.label for e in stance_examples(examples, got)} == {"disagree", "agree"}
+
+
+def test_labelled_reasons_become_rules_with_their_stance() -> None:
+    examples = [
+        # agrees with a forbidding RoT: the reason rejects keeping it -> a rule against it
+        ex(1, Q, "Because it belongs to the shop.", FORBIDS, "agree", kind="written:explanation"),
+        # breaks a forbidding RoT: the reason endorses keeping it -> a rule for it
+        ex(
+            2,
+            Q,
+            "Because their mistake is their loss.",
+            FORBIDS,
+            "disagree",
+            kind="bot:bot-explanation-own",
+        ),
+        ex(3, Q, "Because reasons.", FORBIDS, "neutral", kind="written:explanation"),  # no stance
+        ex(
+            4, Q, "Because it is fine.", FORBIDS, "agree", kind="written:flat-yes-no"
+        ),  # not a reason
+        ex(5, Q, "Because why not.", "Unstated rot.", "disagree", kind="written:explanation"),
+    ]
+    got = {(e.answer, e.rot): (e.label, e.kind) for e in reason_examples(examples, DIRECTIONS)}
+    assert got == {
+        (Q, "It belongs to the shop."): ("disagree", "reason-as-rule"),
+        (Q, "Their mistake is their loss."): ("agree", "reason-as-rule"),
+    }
 
 
 def test_direction_file_errors_name_the_line_and_field(tmp_path: Path) -> None:
@@ -241,8 +298,12 @@ def test_the_embedded_factored_scorer_is_registered_with_its_recipe_fingerprint(
 
     resolved = resolve_model("agreement-factored", prepare=False)
     assert resolved.kind == "factored-scorer" and resolved.embedded
+    from training.factored_data import DERIVATION_VERSION
+
     recipe = _factored_fingerprint(_locate_core_pack())["recipe"]
     assert recipe["stance"]["epochs"] == DEFAULT_FACTORED_RECIPE.stance.epochs == 2
+    # a build whose examples were derived the old way is stale
+    assert recipe["factored_derivation"] == DERIVATION_VERSION
 
 
 def test_a_run_takes_the_factored_scorer_and_hands_it_the_packs_directions(

@@ -21,7 +21,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from scenarios.types import AgreementExample
+from scenarios.phrases import strip_because
+from scenarios.types import AgreementExample, MoralQuestion
+
+DERIVATION_VERSION = 2
+"""Bumped whenever the halves' examples are derived differently (2: explanations and written
+or bot reasons read as rules, with their direction), so a cached factored build made the old
+way is rebuilt."""
+
+REASON_KINDS: tuple[str, ...] = (
+    "written:explanation",
+    "bot:bot-explanation-own",
+    "bot:bot-explanation-near",
+)
+"""Labelled answers that are reasons ("Because ..."): read as a rule, each takes the side of
+its stance on the act, which is how S_ME reads a bot's reply to "why?"."""
 
 DIRECTION_LABEL = {"for": "agree", "unrelated": "neutral", "against": "disagree"}
 """Direction as the classifier's three labels (the agreement label of doing the act)."""
@@ -38,6 +52,24 @@ STANCE_LABEL = {
 
 
 UNRELATED_KINDS: tuple[str, ...] = ("mismatched-rot", "restated-answer")
+
+
+def with_explanation_directions(
+    questions: Iterable[MoralQuestion], directions: dict[tuple[str, str], str]
+) -> dict[tuple[str, str], str]:
+    """The stated directions plus one derived per question: its explanation read as a rule
+    ("Because it betrays trust" -> "it betrays trust") takes the side its RoT takes on the act,
+    since the explanation is the reason behind the pack's agreeing answer. That is the input
+    S_ME scores (the answer against the bot's own reason), which the direction half must read;
+    without it the `own-explanation` examples carry no direction and are not trained on.
+    Only for and against carry over: an open or unrelated RoT says nothing of the reason."""
+    out = dict(directions)
+    for q in questions:
+        direction = directions.get((q.question, q.rot.text))
+        reason = strip_because(q.explanation)
+        if direction in ("for", "against") and reason:
+            out.setdefault((q.question, reason), direction)
+    return out
 
 
 def direction_of(example: AgreementExample, directions: dict[tuple[str, str], str]) -> str | None:
@@ -95,6 +127,28 @@ def direction_examples(
         key = (act, e.rot)
         if key not in out:
             out[key] = replace(e, question="", answer=act, label=label)  # type: ignore[arg-type]
+    return list(out.values())
+
+
+def reason_examples(
+    examples: Iterable[AgreementExample], directions: dict[tuple[str, str], str]
+) -> list[AgreementExample]:
+    """Direction-labelled (act, reason-as-rule) examples from labelled reasons: a reason that
+    endorses the act (its stance, by the sign rule) is a rule for it, one that rejects it a
+    rule against it; a reason without a stance says nothing and is left out. Same shape as
+    direction_examples, one per distinct (act, reason), first label kept."""
+    out: dict[tuple[str, str], AgreementExample] = {}
+    for e in examples:
+        if e.kind not in REASON_KINDS or not e.question.strip():
+            continue
+        stance = STANCE_LABEL.get((e.label, direction_of(e, directions) or ""))
+        reason = strip_because(e.answer)
+        if stance in ("agree", "disagree") and reason:
+            out.setdefault(
+                (e.question, reason),
+                replace(e, id=f"{e.id}-reason", question="", answer=e.question, rot=reason,
+                        label=stance, kind="reason-as-rule"),  # type: ignore[arg-type]
+            )  # fmt: skip
     return list(out.values())
 
 

@@ -17,7 +17,13 @@ from typing import Any
 
 from agents.placement import CPU, Placement
 from scenarios.types import AgreementExample, ScenarioPack
-from training.factored_data import direction_examples, leaks, stance_examples
+from training.factored_data import (
+    direction_examples,
+    leaks,
+    reason_examples,
+    stance_examples,
+    with_explanation_directions,
+)
 from training.scorer import ScorerTrainingConfig, _source_of, train_agreement_classifier
 
 Progress = Callable[[str], None]
@@ -35,7 +41,7 @@ class FactoredRecipe:
 
     stance: ScorerTrainingConfig = field(default_factory=lambda: _half(STANCE_EPOCHS))
     direction: ScorerTrainingConfig = field(default_factory=lambda: _half(DIRECTION_EPOCHS))
-    sources: tuple[str, ...] = ("derived", "hard", "written", "bot")
+    sources: tuple[str, ...] = ("derived", "hard", "written", "bot", "factorial", "pairs")
 
     def half(self, name: str) -> ScorerTrainingConfig:
         return self.stance if name == "stance" else self.direction
@@ -72,8 +78,20 @@ def factored_splits(
     train, dev = split("train"), split("dev")
     return {
         "stance": (stance_examples(train, directions), stance_examples(dev, directions)),
-        "direction": (direction_examples(train, directions), direction_examples(dev, directions)),
+        "direction": (_directions(train, directions), _directions(dev, directions)),
     }
+
+
+def _directions(
+    examples: list[AgreementExample], directions: dict[tuple[str, str], str]
+) -> list[AgreementExample]:
+    """The direction half's examples: (act, RoT) pairs, then labelled reasons read as rules
+    (S_ME's input) where no (act, RoT) example has the same input."""
+    pairs = direction_examples(examples, directions)
+    seen = {(e.answer, e.rot) for e in pairs}
+    return pairs + [
+        e for e in reason_examples(examples, directions) if (e.answer, e.rot) not in seen
+    ]
 
 
 def train_factored_scorer(
@@ -100,10 +118,11 @@ def train_factored_scorer(
             f"pack '{pack.name}' states no RoT directions (pack.yaml: agreement_directions); "
             "a factored scorer learns the answer's stance from them"
         )
+    labelled = with_explanation_directions(pack.questions, stated)
     out = Path(output_dir)
     seconds: dict[str, float] = {}
     counts: dict[str, dict[str, int]] = {}
-    for name, (train, dev) in factored_splits(pack, recipe, stated).items():
+    for name, (train, dev) in factored_splits(pack, recipe, labelled).items():
         if not train or not dev:
             raise ValueError(f"the {name} classifier has {len(train)} train, {len(dev)} dev")
         leaked = leaks(train, dev)
@@ -125,6 +144,7 @@ def train_factored_scorer(
             "sources": list(recipe.sources),
         },
         "stated_directions": len(stated),
+        "explanation_directions": len(labelled) - len(stated),
         "examples": counts,
         "seconds": seconds,
         "device": str(placement),
