@@ -1,14 +1,14 @@
 """Seconds per agreement-scorer training step: float32 vs bfloat16 autocast, side by side.
 
-Both sides are the project's scorer recipe (training.scorer: the base encoder with a new 3-way
-head, its embeddings and lowest layers frozen as the recipe says, AdamW, gradient clipping)
-on the same batches of the core pack's training examples, encoded the same way. Two copies of
-the model, one per side, start from the same seed; the sides alternate step by step, so drift
-in machine load hits both. After `--warmup` untimed steps of each, every step is timed
-(forward, loss, backward, optimiser). Printed: both means, their spread, and bf16/fp32; the
-bf16 side's loss after the last step next to fp32's, as a sanity check that it still learns.
-Whether bfloat16 is faster on a CPU depends on its instructions (AVX512-BF16, AMX); measure
-it on yours.
+Both sides are the project's scorer recipe and step (training.scorer.train_step: the base
+encoder with a new 3-way head, its embeddings and lowest layers frozen as the recipe says,
+AdamW, gradient clipping) on the same batches of the core pack's training examples, encoded the
+same way. Two copies of the model, one per side, start from the same seed; the sides alternate
+step by step, so drift in machine load hits both. After `--warmup` untimed steps of each, every
+step is timed (forward, loss, backward, optimiser). Printed: both means, their spread, and
+bf16/fp32; the bf16 side's loss after the last step next to fp32's, as a sanity check that it
+still learns. Whether bfloat16 is faster on a CPU depends on its instructions (AVX512-BF16,
+AMX); measure it on yours.
 
     python benchmarks/scorer_step_dtype.py [--steps 20] [--warmup 3] [--batch-size 16]
 """
@@ -23,18 +23,10 @@ from typing import Any
 
 
 def _step(model: Any, optimizer: Any, inputs: Any, labels: Any, dtype: str) -> tuple[float, float]:
-    import torch
-
-    from training.scorer import _autocast
+    from training.scorer import train_step
 
     start = time.perf_counter()
-    with _autocast(model, dtype):
-        logits = model(**inputs).logits
-    loss = torch.nn.functional.cross_entropy(logits.float(), labels)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    optimizer.step()
-    optimizer.zero_grad()
+    loss = train_step(model, optimizer, inputs, labels, dtype)
     return time.perf_counter() - start, float(loss.item())
 
 

@@ -111,7 +111,8 @@ def direction_examples(
     """Direction-labelled (act, RoT) examples, one per distinct (act, RoT).
 
     A question's act is the question's text; a narrated action (no question) is its own act
-    and keeps its agreement label, which is the RoT's direction on it.
+    and keeps its agreement label, which is the RoT's direction on it. Labelled reasons read
+    as rules (reason_examples) follow, where no (act, RoT) example has the same input.
     """
     out: dict[tuple[str, str], AgreementExample] = {}
     for e in examples:
@@ -127,6 +128,8 @@ def direction_examples(
         key = (act, e.rot)
         if key not in out:
             out[key] = replace(e, question="", answer=act, label=label)  # type: ignore[arg-type]
+    for r in reason_examples(examples, directions):  # S_ME's input, where no pair has it
+        out.setdefault((r.answer, r.rot), r)
     return list(out.values())
 
 

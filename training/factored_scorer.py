@@ -20,7 +20,6 @@ from scenarios.types import AgreementExample, ScenarioPack
 from training.factored_data import (
     direction_examples,
     leaks,
-    reason_examples,
     stance_examples,
     with_explanation_directions,
 )
@@ -78,20 +77,8 @@ def factored_splits(
     train, dev = split("train"), split("dev")
     return {
         "stance": (stance_examples(train, directions), stance_examples(dev, directions)),
-        "direction": (_directions(train, directions), _directions(dev, directions)),
+        "direction": (direction_examples(train, directions), direction_examples(dev, directions)),
     }
-
-
-def _directions(
-    examples: list[AgreementExample], directions: dict[tuple[str, str], str]
-) -> list[AgreementExample]:
-    """The direction half's examples: (act, RoT) pairs, then labelled reasons read as rules
-    (S_ME's input) where no (act, RoT) example has the same input."""
-    pairs = direction_examples(examples, directions)
-    seen = {(e.answer, e.rot) for e in pairs}
-    return pairs + [
-        e for e in reason_examples(examples, directions) if (e.answer, e.rot) not in seen
-    ]
 
 
 def train_factored_scorer(

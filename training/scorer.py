@@ -488,6 +488,24 @@ class _Fit:
     epoch_log: list[dict[str, Any]]
 
 
+def train_step(
+    model: Any, optimizer: Any, inputs: Any, labels: Any, dtype: str, weights: Any = None
+) -> Any:
+    """One optimisation step of the classifier (forward under the placement's autocast, loss in
+    float32, gradients clipped at 1.0); the loss tensor. The build and the dtype benchmark
+    (benchmarks/scorer_step_dtype.py) both step with it, so the benchmark times the build's step."""
+    import torch
+
+    with _autocast(model, dtype):
+        logits = model(**inputs).logits
+    loss = torch.nn.functional.cross_entropy(logits.float(), labels, weight=weights)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss
+
+
 def _fit(
     model: Any,
     tokenizer: Any,
@@ -535,16 +553,8 @@ def _fit(
             for batch in _epoch_batches(train, cfg.batch_size, rng, cfg.length_buckets):
                 inputs = _encode(tokenizer, batch, cfg.max_length).to(model.device)
                 labels = torch.tensor([label_index[e.label] for e in batch], device=model.device)
-                with _autocast(model, dtype):
-                    logits = model(**inputs).logits
-                loss = torch.nn.functional.cross_entropy(
-                    logits.float(), labels, weight=loss_weights
-                )
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimizer.step()
+                loss = train_step(model, optimizer, inputs, labels, dtype, loss_weights)
                 scheduler.step()
-                optimizer.zero_grad()
                 bar.update(
                     task,
                     advance=1,
