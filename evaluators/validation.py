@@ -120,6 +120,11 @@ class CheckResult:
     skipped: bool = False  # the pack cannot exercise this instrument (e.g. no DIT dilemmas)
 
 
+GAP_TOLERANCE = 1e-9
+"""Float slack on a separation: shares of 12 dialogues (S_MR 11/12 vs 5/12) meet a gap of
+exactly 0.5 that float subtraction puts at 0.49999999999999994."""
+
+
 def _fmt(x: float) -> str:
     return f"{x:g}"
 
@@ -135,7 +140,7 @@ def check_summaries(
     for sep in SEPARATIONS:
         high = sep.read(summaries.get(sep.high) or {})
         low = sep.read(summaries.get(sep.low) or {})
-        passed = None if high is None or low is None else high - low >= sep.min_gap
+        passed = None if high is None or low is None else high - low >= sep.min_gap - GAP_TOLERANCE
         rule = f"{sep.high} - {sep.low} >= {_fmt(sep.min_gap)}"
         skip = bool({sep.high, sep.low} & skipped_agents)
         values = {sep.high: high, sep.low: low}

@@ -71,6 +71,12 @@ class AgreementExample:
     split: Split
     kind: str
 
+    @property
+    def source(self) -> str:
+        """The source its kind names (`written:explanation` -> written); a kind without one is
+        derived from the pack's own questions and answers."""
+        return self.kind.split(":", 1)[0] if ":" in self.kind else "derived"
+
 
 @dataclass(frozen=True)
 class RotDirection:

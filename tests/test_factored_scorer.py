@@ -144,11 +144,14 @@ def test_labelled_reasons_become_rules_with_their_stance() -> None:
             4, Q, "Because it is fine.", FORBIDS, "agree", kind="written:flat-yes-no"
         ),  # not a reason
         ex(5, Q, "Because why not.", "Unstated rot.", "disagree", kind="written:explanation"),
+        # a written reason of the `reasons` source that breaks the forbidding RoT: a rule for it
+        ex(6, Q, "Because nobody gets hurt.", FORBIDS, "disagree", kind="reasons:explanation"),
     ]
     got = {(e.answer, e.rot): (e.label, e.kind) for e in reason_examples(examples, DIRECTIONS)}
     assert got == {
         (Q, "It belongs to the shop."): ("disagree", "reason-as-rule"),
         (Q, "Their mistake is their loss."): ("agree", "reason-as-rule"),
+        (Q, "Nobody gets hurt."): ("agree", "reason-as-rule"),
     }
 
 

@@ -188,3 +188,23 @@ def test_shipped_factorial_and_pair_data_cover_both_sides_and_state_directions()
     by_rot = Counter((e.rot, e.label) for e in pairs)
     paired = [rot for (rot, label) in by_rot if label == "agree" and (rot, "disagree") in by_rot]
     assert len(paired) >= 1_500
+
+
+def test_shipped_reasons_take_both_sides_of_factorial_questions_in_their_split() -> None:
+    """Written reasons (S_ME's input): each judged against its factorial question's RoTs,
+    whose directions the pack states; both sides per question; the question's own split."""
+    pack = load_pack("core").pack
+    by = _core_sources()
+    reasons, factorial = by.get("reasons", []), by.get("factorial", [])
+    assert len(reasons) >= 4_000
+    stated = pack.direction_map()
+    assert all((e.question, e.rot) in stated for e in reasons)
+    assert {e.label for e in reasons} == {"agree", "disagree"}
+    assert {e.kind for e in reasons} == {"reasons:explanation"}
+    split_of = {e.question: e.split for e in factorial}
+    assert all(split_of[e.question] == e.split for e in reasons)
+    sides: dict[str, set[str]] = {}
+    for e in reasons:  # the reason's side on the act, by the sign rule
+        side = e.label == "agree" if stated[(e.question, e.rot)] == "for" else e.label != "agree"
+        sides.setdefault(e.question, set()).add("for" if side else "against")
+    assert sum(v == {"for", "against"} for v in sides.values()) >= 0.9 * len(sides)

@@ -116,3 +116,11 @@ def test_checks_pass_only_on_separated_summaries() -> None:
     missing = dict(good)
     del missing["hedger"]
     assert not verdict(check_summaries(missing))  # a check that could not be made fails
+    # shares of 12 dialogues: 11/12 - 5/12 is exactly the 0.5 gap, though float says 0.4999...
+    at_bar = dict(good, convert=s(dS_MR=1.6, S_MR=11 / 12))
+    breaker = s(S_MA=-0.5, S_MR1=-0.8, S_ME=0.6, S_RIL=-0.8, dS_MR=0.0, S_MR=5 / 12)
+    at_bar["rot-breaker"] = good["rot-breaker"] | breaker
+    assert 11 / 12 - 5 / 12 < 0.5
+    assert verdict(check_summaries(at_bar))
+    below = dict(at_bar, convert=s(dS_MR=1.6, S_MR=10 / 12))
+    assert [r.instrument for r in check_summaries(below) if r.passed is False] == ["S_MR"]

@@ -27,12 +27,14 @@ from scenarios.types import AgreementExample, MoralQuestion
 DERIVATION_VERSION = 2
 """Bumped whenever the halves' examples are derived differently (2: explanations and written
 or bot reasons read as rules, with their direction), so a cached factored build made the old
-way is rebuilt."""
+way is rebuilt. (The `reasons` source's kind joined REASON_KINDS later without a bump: the
+default recipe does not read that source, so its examples are unchanged.)"""
 
 REASON_KINDS: tuple[str, ...] = (
     "written:explanation",
     "bot:bot-explanation-own",
     "bot:bot-explanation-near",
+    "reasons:explanation",
 )
 """Labelled answers that are reasons ("Because ..."): read as a rule, each takes the side of
 its stance on the act, which is how S_ME reads a bot's reply to "why?"."""
@@ -139,7 +141,9 @@ def reason_examples(
     """Direction-labelled (act, reason-as-rule) examples from labelled reasons: a reason that
     endorses the act (its stance, by the sign rule) is a rule for it, one that rejects it a
     rule against it; a reason without a stance says nothing and is left out. Same shape as
-    direction_examples, one per distinct (act, reason), first label kept."""
+    direction_examples, one per distinct (act, reason), first label kept. Their kind has no
+    source, so a recipe counts them with the pack's own derived examples (repeated three
+    times by the default recipe, as measured: README, "Factoring the judgment")."""
     out: dict[tuple[str, str], AgreementExample] = {}
     for e in examples:
         if e.kind not in REASON_KINDS or not e.question.strip():

@@ -4,7 +4,8 @@ Trains stance and direction (training.factored_scorer), writes the scorer card f
 labelled set of `moralsim scorer eval` plus Moral Stories pairs (validation only: read after
 training, never trained on) and `<out>/recipe.json`. Usage:
 
-    python -m training.factored_recipe --out runs/factored-a --moral-stories dev.jsonl [--seed 1]
+    python -m training.factored_recipe --out runs/factored-a --moral-stories dev.jsonl \
+        [--seed 1] [--dtype bfloat16] [--stance-epochs 1] [--direction-epochs 1]
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pack", default="core")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=None)
+    parser.add_argument("--stance-epochs", type=int, default=None)
+    parser.add_argument("--direction-epochs", type=int, default=None)
+    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
     parser.add_argument("--frozen-layers", type=int, default=None)
     parser.add_argument("--max-length", type=int, default=None)
     parser.add_argument(
@@ -30,6 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
 
+    from agents.placement import Placement
     from evaluators.scorer_eval import PairSet, evaluate_scorer, merge_card, pack_sets, write_card
     from evaluators.scorers import open_agreement_scorer
     from scenarios.loaders import load_moral_stories
@@ -42,11 +47,16 @@ def main(argv: list[str] | None = None) -> None:
     )
     if args.sources:
         recipe = replace(recipe, sources=tuple(args.sources.split(",")))
+    if args.stance_epochs:
+        recipe = replace(recipe, stance=replace(recipe.stance, epochs=args.stance_epochs))
+    if args.direction_epochs:
+        recipe = replace(recipe, direction=replace(recipe.direction, epochs=args.direction_epochs))
     if args.out.exists():
         shutil.rmtree(args.out)
     result = train_factored_scorer(
-        pack, args.out, recipe, progress=lambda m: print(m, flush=True), show_bar=False
-    )
+        pack, args.out, recipe, progress=lambda m: print(m, flush=True), show_bar=False,
+        placement=Placement("cpu", args.dtype),
+    )  # fmt: skip
     pairs = []
     if args.moral_stories:
         pairs = [PairSet("moral-stories", load_moral_stories(args.moral_stories)[0])]

@@ -184,10 +184,6 @@ class ScorerTrainingResult:
     train_examples: int
 
 
-def _source_of(example: AgreementExample) -> str:
-    return example.kind.split(":", 1)[0] if ":" in example.kind else "derived"
-
-
 def mix_sources(
     examples: Sequence[AgreementExample],
     repeats: dict[str, int],
@@ -206,13 +202,13 @@ def mix_sources(
     rng = random.Random(seed)
     by_group: dict[str, list[AgreementExample]] = {}
     for e in examples:
-        group = e.kind if e.kind in caps else _source_of(e)
+        group = e.kind if e.kind in caps else e.source
         by_group.setdefault(group, []).append(e)
     mixed: list[AgreementExample] = []
     for name, items in by_group.items():
         if name in caps and caps[name] < len(items):
             items = rng.sample(items, caps[name])
-        times = [repeats.get(e.kind, repeats.get(_source_of(e), 1)) for e in items]
+        times = [repeats.get(e.kind, repeats.get(e.source, 1)) for e in items]
         for round_ in range(max(times, default=0)):  # whole passes, as `items * n` would give
             mixed.extend(e for e, n in zip(items, times, strict=True) if n > round_)
     return mixed
@@ -233,7 +229,7 @@ def add_rot_flips(
     swapped = {"agree": "disagree", "disagree": "agree"}
     out = list(examples)
     for source, n in flips.items():
-        unique = {e.id: e for e in examples if _source_of(e) == source and e.label in swapped}
+        unique = {e.id: e for e in examples if e.source == source and e.label in swapped}
         pool = [(e, flip_rot(e.rot)) for e in unique.values()]
         pool = [(e, rot) for e, rot in pool if rot is not None]
         for e, rot in rng.sample(pool, min(n, len(pool))):
@@ -372,7 +368,7 @@ def train_agreement_classifier(
     train = [
         e
         for e in train
-        if e.kind not in cfg.exclude_kinds and (not cfg.sources or _source_of(e) in cfg.sources)
+        if e.kind not in cfg.exclude_kinds and (not cfg.sources or e.source in cfg.sources)
     ]
     train = mix_sources(train, cfg.source_repeats, cfg.source_caps, cfg.seed)
     train = add_rot_flips(train, cfg.rot_flips, cfg.seed)
@@ -587,7 +583,7 @@ def data_counts(
     for split, rows in (("train", train), ("dev", dev), ("test", test or [])):
         counts: dict[str, int] = {}
         for e in rows:
-            counts[_source_of(e)] = counts.get(_source_of(e), 0) + 1
+            counts[e.source] = counts.get(e.source, 0) + 1
         out[split] = dict(sorted(counts.items()))
     return out
 
@@ -613,9 +609,7 @@ def recipe_key(recipe: ScorerTrainingConfig) -> dict[str, Any]:
 
 def recipe_examples(pack: Any, recipe: ScorerTrainingConfig, split: str) -> list[AgreementExample]:
     """A split's examples from the recipe's sources (all of them when it names none)."""
-    return [
-        e for e in pack.agreement_in(split) if not recipe.sources or _source_of(e) in recipe.sources
-    ]
+    return [e for e in pack.agreement_in(split) if not recipe.sources or e.source in recipe.sources]
 
 
 def training_data_digest(*splits: Sequence[AgreementExample]) -> str:
@@ -685,7 +679,7 @@ def build_default_agreement_scorer(pack_dir: Path, out_dir: Path) -> None:
     train_agreement_classifier(
         chosen("train"),
         chosen("dev"),
-        [e for e in pack.agreement_in("test") if _source_of(e) in ("derived", "hard")],
+        [e for e in pack.agreement_in("test") if e.source in ("derived", "hard")],
         out_dir,
         DEFAULT_SCORER_RECIPE,
         progress=lambda message: print(message, flush=True),
