@@ -191,5 +191,5 @@ def test_the_shipped_reference_figures_are_for_the_default_recipe() -> None:
     assert shipped["recipe"] == recipe_key(DEFAULT_SCORER_RECIPE)
     pack = load_pack("core").pack
 
-    train, dev = (recipe_examples(pack, DEFAULT_SCORER_RECIPE, s) for s in ("train", "dev"))
+    train, dev = (recipe_examples(pack, DEFAULT_SCORER_RECIPE.sources, s) for s in ("train", "dev"))
     assert shipped["data_sha256"] == training_data_digest(train, dev)

@@ -23,7 +23,7 @@ from training.factored_data import (
     stance_examples,
     with_explanation_directions,
 )
-from training.scorer import ScorerTrainingConfig, train_agreement_classifier
+from training.scorer import ScorerTrainingConfig, recipe_examples, train_agreement_classifier
 
 Progress = Callable[[str], None]
 
@@ -73,10 +73,7 @@ def factored_splits(
 ) -> dict[str, tuple[list[AgreementExample], list[AgreementExample]]]:
     """(train, dev) examples of each half from the pack's train and dev splits."""
 
-    def split(name: str) -> list[AgreementExample]:
-        return [e for e in pack.agreement_in(name) if e.source in recipe.sources]
-
-    train, dev = split("train"), split("dev")
+    train, dev = (recipe_examples(pack, recipe.sources, name) for name in ("train", "dev"))
     return {
         "stance": (stance_examples(train, directions), stance_examples(dev, directions)),
         "direction": (direction_examples(train, directions), direction_examples(dev, directions)),

@@ -34,28 +34,42 @@ LABEL = {
 scorer's sign rule (`STANCE_LABEL`) read backwards, so the two can never disagree."""
 
 
+def rows_against_rots(
+    row_id: str, item: str, question: str, rots: dict[str, str | None], answer: str, stance: str,
+    **fields: str,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """One answer as an example against each RoT given ({"for": ..., "against": ...}; a missing
+    one is skipped), labelled by the sign rule (`LABEL`); ids are `{row_id}-{direction}`."""
+    return [
+        {
+            "id": f"{row_id}-{direction}",
+            "item": item,
+            "question": question,
+            "answer": answer,
+            "rot": rot,
+            "label": LABEL[(stance, direction)],
+            **fields,
+        }
+        for direction, rot in rots.items()
+        if rot
+    ]
+
+
 def expand_item(item: dict[str, Any]) -> list[dict[str, Any]]:
     """Every answer of one item against its RoT for and its RoT against the act."""
     for key in ("item", "question", "rot_for", "rot_against", "answers"):
         if key not in item:
             raise ValueError(f"{item.get('item', '?')}: missing field {key!r}")
+    rots = {"for": item["rot_for"], "against": item["rot_against"]}
     rows = []
     for k, answer in enumerate(item["answers"], 1):
         stance = answer.get("stance")
         if stance not in STANCES:
             raise ValueError(f"{item['item']}: answer {k}: stance {stance!r} not in {STANCES}")
-        for direction in ("for", "against"):
-            rows.append(
-                {
-                    "id": f"{item['item']}-a{k}-{direction}",
-                    "item": item["item"],
-                    "question": item["question"],
-                    "answer": answer["text"],
-                    "rot": item[f"rot_{direction}"],
-                    "label": LABEL[(stance, direction)],
-                    "phenomenon": str(answer.get("style") or "unspecified"),
-                }
-            )
+        rows += rows_against_rots(
+            f"{item['item']}-a{k}", item["item"], item["question"], rots, answer["text"], stance,
+            phenomenon=str(answer.get("style") or "unspecified"),
+        )  # fmt: skip
     return rows
 
 

@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from training.factorial_items import LABEL
+from training.factorial_items import rows_against_rots
 from training.scorer_data import read_jsonl
 
 SIDE_STANCE = {"for": "endorse", "against": "reject", "neither": "none"}
@@ -36,24 +36,12 @@ def expand_reason(question: dict[str, Any], reason: dict[str, Any], side: str) -
     """One reason as an example against each RoT its question has, labelled from `side`."""
     if side not in SIDE_STANCE:
         raise ValueError(f"{reason.get('id', '?')}: side {side!r} not in {tuple(SIDE_STANCE)}")
-    rows = []
-    for direction in ("for", "against"):
-        rot = question.get(f"rot_{direction}")
-        if not rot:
-            continue
-        rows.append(
-            {
-                "id": f"{reason['id']}-{direction}",
-                "item": question["qid"],
-                "question": question["question"],
-                "answer": reason["reason"],
-                "rot": rot,
-                "label": LABEL[(SIDE_STANCE[side], direction)],
-                "phenomenon": "explanation",
-                "style": str(reason.get("style") or "unspecified"),
-            }
-        )
-    return rows
+    return rows_against_rots(
+        reason["id"], question["qid"], question["question"],
+        {"for": question.get("rot_for"), "against": question.get("rot_against")},
+        reason["reason"], SIDE_STANCE[side],
+        phenomenon="explanation", style=str(reason.get("style") or "unspecified"),
+    )  # fmt: skip
 
 
 def expand_all(

@@ -607,9 +607,9 @@ def recipe_key(recipe: ScorerTrainingConfig) -> dict[str, Any]:
     return key
 
 
-def recipe_examples(pack: Any, recipe: ScorerTrainingConfig, split: str) -> list[AgreementExample]:
-    """A split's examples from the recipe's sources (all of them when it names none)."""
-    return [e for e in pack.agreement_in(split) if not recipe.sources or e.source in recipe.sources]
+def recipe_examples(pack: Any, sources: Sequence[str], split: str) -> list[AgreementExample]:
+    """A split's examples from a recipe's sources (all of them when it names none)."""
+    return [e for e in pack.agreement_in(split) if not sources or e.source in sources]
 
 
 def training_data_digest(*splits: Sequence[AgreementExample]) -> str:
@@ -673,7 +673,7 @@ def build_default_agreement_scorer(pack_dir: Path, out_dir: Path) -> None:
     recipe = DEFAULT_SCORER_RECIPE
 
     def chosen(split: str) -> list[AgreementExample]:
-        return recipe_examples(pack, recipe, split)
+        return recipe_examples(pack, recipe.sources, split)
 
     # Train and select the epoch on the recipe's sources; report test on the pack's own set.
     train_agreement_classifier(
