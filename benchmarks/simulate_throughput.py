@@ -41,6 +41,7 @@ from agents.hf import TransformersAgent
 from agents.placement import DEVICE_HELP, DTYPE_HELP
 from evaluators.agreement import AgreementItem
 from evaluators.moraldial import MoralDialParams
+from evaluators.scorers import DEFAULT_SCORER
 from evaluators.stack import load_evaluators
 from scenarios.jsonl import DialogueWriter, read_dialogues
 from scenarios.pack import load_pack
@@ -198,7 +199,7 @@ def main() -> None:
     )
     parser.add_argument("--dialogues", type=int, default=16)
     parser.add_argument("--model", default="smollm2-135m-instruct", help="bot: name or folder")
-    parser.add_argument("--scorer", default="agreement-minilm", help="agreement scorer spec")
+    parser.add_argument("--scorer", default=DEFAULT_SCORER, help="agreement scorer spec")
     parser.add_argument("--encoder", default="minilm-l6", help="sentence encoder spec")
     parser.add_argument("--device", default="auto", help=DEVICE_HELP)
     parser.add_argument("--dtype", default="auto", help=DTYPE_HELP)

@@ -2,7 +2,8 @@
 
 Every MoralDial metric is built on this one number, so the scorer is strict about what it
 loads: a local sequence-classification folder whose config names its three labels (read from
-`id2label`, never assumed by position), or the embedded default `agreement-minilm`.
+`id2label`, never assumed by position), or the embedded classifier `agreement-minilm`. (The
+default scorer of runs is the factored one built on two such classifiers, evaluators.factored.)
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import numpy as np
 
 from evaluators.agreement_format import AGREEMENT_LABELS, format_qa
 
-DEFAULT_AGREEMENT_MODEL = "agreement-minilm"
+DEFAULT_CLASSIFIER = "agreement-minilm"
+"""The embedded single cross-encoder (trained on first use); not the runs' default scorer
+(evaluators.scorers.DEFAULT_SCORER)."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class AgreementScorer:
 
     def __init__(
         self,
-        model: str = DEFAULT_AGREEMENT_MODEL,
+        model: str = DEFAULT_CLASSIFIER,
         batch_size: int = 64,
         max_length: int = 256,
         *,

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from evaluators.scorer_eval import RUN_SCORER_FILE, scorer_summary
+from evaluators.scorers import DEFAULT_SCORER
 from evaluators.summary import build_summary
 from scenarios.jsonl import describe_duplicates, read_dialogues
 
@@ -74,7 +75,7 @@ def _validation_of(run_dir: Path) -> dict[str, Any] | None:
     if config is None:
         return None
     pack = (config.get("scenarios") or {}).get("pack", "core")
-    scorer = (config.get("evaluators") or {}).get("agreement_model", "agreement-minilm")
+    scorer = (config.get("evaluators") or {}).get("agreement_model", DEFAULT_SCORER)
     prints = run_fingerprint(str(pack), str(scorer))
     record = latest_validation(run_dir, pack, scorer, None if isinstance(prints, str) else prints)
     if record is None:

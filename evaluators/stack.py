@@ -14,10 +14,9 @@ from typing import Any
 import numpy as np
 
 from agents.placement import CPU, Placement
-from evaluators.agreement import DEFAULT_AGREEMENT_MODEL
 from evaluators.moraldial import MoralDialParams, MoralDialScorer
 from evaluators.safety import SafetyIndex
-from evaluators.scorers import open_agreement_scorer
+from evaluators.scorers import DEFAULT_SCORER, open_agreement_scorer
 
 
 @dataclass
@@ -58,7 +57,7 @@ def encoder_cache_id(spec: str, placement: Placement) -> str:
 
 
 def load_evaluators(
-    agreement_model: str = DEFAULT_AGREEMENT_MODEL,
+    agreement_model: str = DEFAULT_SCORER,
     embedding_model: str = "minilm-l6",
     safety_rots: Sequence[str] | None = None,
     params: MoralDialParams | None = None,

@@ -18,6 +18,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from agents.placement import DEVICE_HELP, DTYPE_HELP, device_problem, dtype_problem
+from evaluators.scorers import DEFAULT_SCORER
 
 
 class ConfigError(ValueError):
@@ -144,10 +145,10 @@ class UserConfig:
 class EvaluatorConfig:
     embedding_model: str = _f("minilm-l6", "Sentence encoder for safety retrieval and SaGE.")
     agreement_model: str = _f(
-        "agreement-minilm",
-        "Agreement scorer: a classifier folder or embedded name, a causal-LM folder (LLM "
-        "judge), or openai:MODEL@BASE_URL (judge behind an endpoint; key in "
-        "MORALSIM_JUDGE_API_KEY).",
+        DEFAULT_SCORER,
+        "Agreement scorer: an embedded name (agreement-factored, agreement-minilm), a factored "
+        "scorer or classifier folder, a causal-LM folder (LLM judge), or openai:MODEL@BASE_URL "
+        "(judge behind an endpoint; key in MORALSIM_JUDGE_API_KEY).",
     )
     agreement_card: str | None = _f(
         None, "The scorer's card (scorer_card.json) when it is not in the model's folder."

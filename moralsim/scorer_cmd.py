@@ -32,9 +32,9 @@ def eval_scorer(
     model: Annotated[
         str,
         typer.Argument(
-            help="Scorer: a sequence-classifier folder or embedded name (agreement-minilm), a "
-            "factored scorer folder (train scorer --factored), a causal-LM folder (used as an "
-            "LLM judge), or openai:MODEL@BASE_URL."
+            help="Scorer: an embedded name (agreement-factored, the default; agreement-minilm), "
+            "a factored scorer folder (train scorer --factored), a sequence-classifier folder, a "
+            "causal-LM folder (used as an LLM judge), or openai:MODEL@BASE_URL."
         ),
     ],
     data: Annotated[

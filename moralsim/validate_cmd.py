@@ -18,6 +18,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from evaluators.scorers import DEFAULT_SCORER
+
 console = Console(stderr=True, soft_wrap=True)
 
 
@@ -30,7 +32,7 @@ def validate(
     pack: Annotated[str, typer.Option(help="Scenario pack: registered name or folder.")] = "core",
     scorer: Annotated[
         str, typer.Option(help="Agreement scorer (the runs' evaluators.agreement_model).")
-    ] = "agreement-minilm",
+    ] = DEFAULT_SCORER,
     questions: Annotated[
         int, typer.Option(min=2, help="Questions per MoralDial / static-RIL run.")
     ] = 12,

@@ -173,3 +173,24 @@ def test_config_errors(tmp_path: Path) -> None:
               "stance_judge=no-judge", "--output-dir", str(out)],
     )  # fmt: skip
     assert result.exit_code == 2 and "'stance_judge': model 'no-judge' not found" in result.output
+
+
+def test_the_tracker_hands_the_packs_stated_directions_to_a_judge_that_reads_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import training.stance_metric as stance_metric
+
+    class DirectionJudge(FixedScorer):
+        def use_directions(self, directions: dict[tuple[str, str], str]) -> None:
+            self.directions = dict(directions)
+
+    judge = DirectionJudge([[1.0, 0.0, 0.0]])
+    monkeypatch.setattr(stance_metric, "open_judge", lambda spec: judge)
+    monkeypatch.setattr(stance_metric, "check_stance_judge", lambda spec: None)
+    config = SFTRunConfig(data="pack:core", stance_eval_questions=2, stance_judge="my-judge")
+    tracker = stance_metric.StanceTracker.from_config(config, None, lambda line: None)
+    assert tracker is not None and tracker.scorer is None  # nothing loaded before open()
+    tracker.open()
+    (question, rot), *_ = tracker.pairs
+    assert judge.directions[(question, rot)] in ("for", "against", "open", "unrelated")
+    assert len(judge.directions) > 1000  # the core pack states every (question, RoT) pair

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluators.scorers import DEFAULT_SCORER
 from training.dpo_pairs import STEPS
 from training.sft_config import (
     CHAT_TEMPLATE_CHOICES,
@@ -80,7 +81,7 @@ class DPORunConfig:
     save_steps: int | None = _f(None, "Checkpoint every N steps (null = every eval_steps).")
     logging_steps: int = _f(5, "Log the training loss every N steps.")
     stance_eval_questions: int = _f(0, STANCE_HELP["stance_eval_questions"])
-    stance_judge: str = _f("agreement-minilm", STANCE_HELP["stance_judge"])
+    stance_judge: str = _f(DEFAULT_SCORER, STANCE_HELP["stance_judge"])
     stance_max_new_tokens: int = _f(48, STANCE_HELP["stance_max_new_tokens"])
     output_dir: str = _f("models/moral-dpo", "Folder for the adapter, model card and metrics.")
     overwrite: bool = _f(False, "Replace a finished run in output_dir instead of refusing.")

@@ -11,6 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluators.scorers import DEFAULT_SCORER
+
 FLOWS: tuple[str, ...] = ("MA", "ME", "MR", "RIL", "PT", "GD")
 """The MoralDial flows (docs/methods.md §2) a discussion row can belong to."""
 
@@ -153,7 +155,7 @@ class SFTRunConfig:
     )
     logging_steps: int = _f(10, "Log the training loss every N steps.")
     stance_eval_questions: int = _f(0, STANCE_HELP["stance_eval_questions"])
-    stance_judge: str = _f("agreement-minilm", STANCE_HELP["stance_judge"])
+    stance_judge: str = _f(DEFAULT_SCORER, STANCE_HELP["stance_judge"])
     stance_max_new_tokens: int = _f(48, STANCE_HELP["stance_max_new_tokens"])
     output_dir: str = _f("models/moral-bot", "Folder for the adapter, model card and metrics.")
     overwrite: bool = _f(False, "Replace a finished run in output_dir instead of refusing.")

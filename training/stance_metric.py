@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -192,6 +192,13 @@ def dev_pairs(pack: str, n: int, say: Say) -> list[tuple[str, str]]:
     return [(q.question, q.rot.text) for q in dev[:n]]
 
 
+def pack_directions(pack: str) -> dict[tuple[str, str], str]:
+    """The RoT directions a pack states for its own (question, RoT) pairs (may be none)."""
+    from scenarios.pack import load_pack
+
+    return load_pack(pack).pack.direction_map()
+
+
 def open_judge(spec: str) -> Any:
     """The agreement scorer a judge spec names; failures are one config error naming the key."""
     from agents.models import ModelError
@@ -217,6 +224,9 @@ class StanceTracker:
     batch_size: int
     max_context_tokens: int
     say: Say
+    directions: dict[tuple[str, str], str] = field(default_factory=dict)
+    """The pack's stated RoT directions, handed to a judge that reads them (the factored
+    scorer), as a run does."""
 
     @classmethod
     def from_config(cls, config: Any, pack: str | None, say: Say) -> StanceTracker | None:
@@ -226,7 +236,8 @@ class StanceTracker:
         if config.stance_eval_questions == 0:
             return None
         check_stance_judge(config.stance_judge)
-        pairs = dev_pairs(pack or pack_of(config.data), config.stance_eval_questions, say)
+        name = pack or pack_of(config.data)
+        pairs = dev_pairs(name, config.stance_eval_questions, say)
         return cls(
             pairs,
             None,
@@ -235,11 +246,14 @@ class StanceTracker:
             batch_size=config.batch_size,
             max_context_tokens=config.max_length + config.stance_max_new_tokens,
             say=say,
+            directions=pack_directions(name),
         )
 
     def open(self) -> None:
         if self.scorer is None:
             self.scorer = open_judge(self.judge)
+            if self.directions and hasattr(self.scorer, "use_directions"):
+                self.scorer.use_directions(self.directions)
 
     def measure(self, model: Any, tokenizer: Any) -> StanceAccuracy:
         self.open()
