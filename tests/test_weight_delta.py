@@ -82,27 +82,35 @@ def test_restore_checks_the_base_and_the_result(tmp_path: Path) -> None:
         restore(tmp_path / "bad.safetensors", tmp_path / "base.safetensors", tmp_path / "y")
 
 
-def test_a_trained_factored_folder_round_trips_through_its_shipped_form(
-    tmp_path: Path, tiny_encoder: Path
-) -> None:
+def _trained_factored(folder: Path, encoder: Path, with_digests: bool = True) -> Path:
+    """A factored folder as training leaves it, on a tiny encoder: each half the encoder with
+    its top layer changed a little and a new head."""
     from transformers import BertForSequenceClassification
 
-    from evaluators.agreement import AgreementItem
-    from evaluators.scorers import open_agreement_scorer
-    from training.shipped_scorer import export_factored, restore_factored
-
-    trained = tmp_path / "trained"
     torch.manual_seed(1)
     for half in ("stance", "direction"):
-        model = BertForSequenceClassification.from_pretrained(str(tiny_encoder), num_labels=3)
+        model = BertForSequenceClassification.from_pretrained(str(encoder), num_labels=3)
         with torch.no_grad():  # what fine-tuning does: change the top layer a little
             model.bert.encoder.layer[0].output.dense.weight.add_(0.01 * torch.randn(16, 32))
         model.config.id2label = {0: "agree", 1: "neutral", 2: "disagree"}
         model.config.label2id = {"agree": 0, "neutral": 1, "disagree": 2}
-        model.save_pretrained(trained / half)
-        (trained / half / "metrics.json").write_text('{"dev": {}}')
-    (trained / "factored.json").write_text(json.dumps({"task": "t"}))
+        model.save_pretrained(folder / half)
+        (folder / half / "metrics.json").write_text('{"dev": {}}')
+    info = {"task": "t", "seconds": {"stance": 1.0}, "device": "cpu float32"}
+    if with_digests:
+        info["data_sha256"] = {"stance": "s", "direction": "d"}
+    (folder / "factored.json").write_text(json.dumps(info))
+    return folder
 
+
+def test_a_trained_factored_folder_round_trips_through_its_shipped_form(
+    tmp_path: Path, tiny_encoder: Path
+) -> None:
+    from evaluators.agreement import AgreementItem
+    from evaluators.scorers import open_agreement_scorer
+    from training.shipped_scorer import export_factored, restore_factored
+
+    trained = _trained_factored(tmp_path / "trained", tiny_encoder)
     shipped = tmp_path / "shipped"
     export_factored(trained, shipped, base_dir=tiny_encoder)
     restore_factored(tmp_path / "restored", shipped, base_dir=tiny_encoder)
@@ -112,3 +120,26 @@ def test_a_trained_factored_folder_round_trips_through_its_shipped_form(
     original = open_agreement_scorer(str(trained)).probabilities(item)
     restored = open_agreement_scorer(str(tmp_path / "restored")).probabilities(item)
     assert restored == pytest.approx(original, abs=0.01)
+
+
+def test_publishing_measures_the_restored_scorer_and_refuses_an_unrecorded_one(
+    tmp_path: Path, tiny_encoder: Path
+) -> None:
+    from training.shipped_scorer import publish, reference_figures
+
+    stories = tmp_path / "ms.jsonl"
+    rows = [
+        {"ID": "A1", "norm": "Be kind.", "moral_action": "She helps.", "label": "1"},
+        {"ID": "A0", "norm": "Be kind.", "immoral_action": "She mocks.", "label": "0"},
+    ]
+    stories.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    trained = _trained_factored(tmp_path / "trained", tiny_encoder)
+    shipped = tmp_path / "shipped"
+    reference = publish(trained, stories, shipped, base_dir=tiny_encoder)
+    assert reference["figures"]["moral-stories"]["n_pairs"] == 1
+    assert 0 <= reference["pack_figures"]["signs-test_sign_accuracy"] <= 1
+    carried = reference_figures(shipped)["moral-stories"]
+    assert carried["pairwise_accuracy"] in (0.0, 1.0) and "developers" in carried["measured_by"]
+    bare = _trained_factored(tmp_path / "bare", tiny_encoder, with_digests=False)
+    with pytest.raises(ValueError, match="no data_sha256"):
+        publish(bare, stories, tmp_path / "other", base_dir=tiny_encoder)

@@ -1,19 +1,25 @@
 """The default scorer as it ships: a trained factored scorer stored as int8 deltas on MiniLM-L6.
 
 `agreement-factored` is trained by the developers with the default factored recipe
-(`python -m training.factored_recipe`, about 45 minutes on 2 CPU cores) and shipped in
+(`moralsim train scorer --factored`, about 45 minutes on 2 CPU cores) and shipped in
 `training/shipped/agreement-factored/`: per half (`stance`, `direction`) the weight delta
 (training.weight_delta), its `config.json` and training `metrics.json`; the folder's
 `factored.json` (recipe, example counts, training time) and `reference.json` (the developers'
 figures on data that is not shipped, measured on exactly the restored weights). On first use
-the scorer folder is restored from them in seconds instead of being trained.
+the scorer folder is restored from them in seconds instead of being trained. To ship a new
+build (developers; Moral Stories is validation data, read after training, never trained on):
+
+    python -m training.shipped_scorer --trained DIR --moral-stories moral_stories/dev.jsonl
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import shutil
+import tempfile
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +95,64 @@ def reference_figures(shipped: Path = SHIPPED_DIR) -> dict[str, Any]:
     ref = json.loads(path.read_text(encoding="utf-8"))
     note = "moralsim developers (on these shipped weights)"
     return {name: {**fig, "measured_by": note} for name, fig in ref.get("figures", {}).items()}
+
+
+def publish(
+    trained: Path, moral_stories: Path, shipped: Path = SHIPPED_DIR, base_dir: Path | None = None
+) -> dict[str, Any]:
+    """Ship a trained factored folder: export its deltas, restore them as a user's first run
+    does, measure the restored scorer on the core pack and on Moral Stories, and write
+    `reference.json` from those measurements. Refuses a folder that does not record the
+    digests of its training data (`moralsim train scorer --factored` writes them)."""
+    from evaluators.factored import FACTORED_MARKER
+    from evaluators.scorer_eval import PairSet, evaluate_scorer, pack_sets
+    from evaluators.scorers import open_agreement_scorer
+    from scenarios.loaders import load_moral_stories
+    from scenarios.pack import load_pack
+
+    info = json.loads((trained / FACTORED_MARKER).read_text(encoding="utf-8"))
+    if "data_sha256" not in info:
+        raise ValueError(f"{trained / FACTORED_MARKER} records no data_sha256: retrain it")
+    pairs = load_moral_stories(moral_stories)[0]
+    if shipped.exists():
+        shutil.rmtree(shipped)
+    export_factored(trained, shipped, base_dir)
+    with tempfile.TemporaryDirectory() as tmp:
+        restore_factored(Path(tmp) / "scorer", shipped, base_dir)
+        scorer = open_agreement_scorer(str(Path(tmp) / "scorer"))
+        sets = pack_sets(load_pack("core").pack)
+        figures = evaluate_scorer(scorer, sets, [PairSet("moral-stories", pairs)])
+    today = date.today().isoformat()
+    real = {k: v for k, v in figures["moral-stories"].items() if k != "by_phenomenon"}
+    source = f"Moral Stories {moral_stories.name} ({len(pairs)} pairs)"
+    reference = {
+        "about": "Figures the moralsim developers measured on the restored weights of this "
+        "folder. Moral Stories (dev, MIT, not shipped; validation only, never trained on) is "
+        "carried into every build's card: a restore is digest-checked, so the weights are "
+        "these. The in-pack figures are what a build on the unchanged core pack reproduces.",
+        "measured": today,
+        "trained": {"seconds": info.get("seconds"), "device": info.get("device")},
+        "figures": {"moral-stories": real | {"measured": today, "data": source}},
+        "pack_figures": {
+            "pack-dev_macro_f1": figures["pack-dev"]["macro_f1"],
+            "pack-test_macro_f1": figures["pack-test"]["macro_f1"],
+            "signs-test_sign_accuracy": figures["signs-test"]["sign_accuracy"],
+            "bot-test_macro_f1": figures["bot-test"]["macro_f1"],
+        },
+    }
+    text = json.dumps(reference, indent=2) + "\n"
+    (shipped / REFERENCE).write_text(text, encoding="utf-8")
+    return reference
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Ship a trained factored scorer as the default.")
+    parser.add_argument("--trained", type=Path, required=True, help="A factored scorer folder.")
+    parser.add_argument("--moral-stories", type=Path, required=True)
+    args = parser.parse_args(argv)
+    reference = publish(args.trained, args.moral_stories)
+    print(json.dumps(reference["pack_figures"]), reference["figures"]["moral-stories"])
+
+
+if __name__ == "__main__":
+    main()
