@@ -17,7 +17,11 @@ def test_a_judge_matches_a_reader_by_sign_or_by_its_top_class() -> None:
     assert not judge_matches("neutral", 0.0, None)  # no probabilities: not a neutral reading
 
 
-def test_two_judges_are_scored_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_two_judges_are_scored_side_by_side(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from training import hand_read
+
     key = {
         "h1": {"run": "moral", "as": 0.5, "p": [0.7, 0.1, 0.2],
                "also": {"other": {"as": -0.5, "p": [0.2, 0.1, 0.7]}}},
@@ -41,6 +45,18 @@ def test_two_judges_are_scored_side_by_side(tmp_path: Path, capsys: pytest.Captu
     main(["score", "--key", str(key_file), "--labels", str(label_file)])
     printed = json.loads(capsys.readouterr().out)
     assert set(printed) == {"run judge", "other"}
+    read_again: list[tuple[int, int]] = []
+
+    def fake_reading(spec, rows, directions):  # type: ignore[no-untyped-def]
+        read_again.append((len(rows), len(directions)))
+        return [(-0.9, [0.0, 0.1, 0.9])] * len(rows)  # reads every answer as disagreeing
+
+    monkeypatch.setattr(hand_read, "other_reading", fake_reading)
+    main(["score", "--key", str(key_file), "--labels", str(label_file), "--also", "third"])
+    printed = json.loads(capsys.readouterr().out)
+    assert set(printed) == {"run judge", "other", "third"}
+    assert printed["third"]["moral"]["sign_match_on_stanced"] == 0.5  # h1 right, h2 wrong
+    assert read_again[0][0] == 3 and read_again[0][1] > 1000  # the core pack's directions
     label_file.write_text(json.dumps({"item": "h1", "label": "agree"}) + "\n")
     with pytest.raises(SystemExit, match="no label for 2 items"):
         main(["score", "--key", str(key_file), "--labels", str(label_file)])

@@ -8,7 +8,11 @@ most probable class is neutral. Usage:
 
     python -m training.hand_read sample runs/experiment/base runs/experiment/moral --n 30 \
         --out hand_read/blind.jsonl --key hand_read/key.json
-    python -m training.hand_read score --key hand_read/key.json --labels hand_read/labels.jsonl
+    python -m training.hand_read score --key hand_read/key.json --labels hand_read/labels.jsonl \
+        [--also agreement-factored]
+
+`--also SPEC` reads every item again with another scorer, given the pack's stated RoT directions
+when it reads them (as in a run), and reports it next to the judges in the key.
 """
 
 from __future__ import annotations
@@ -87,6 +91,13 @@ def main(argv: list[str] | None = None) -> None:
     c = sub.add_parser("score")
     c.add_argument("--key", type=Path, required=True)
     c.add_argument("--labels", type=Path, required=True)
+    c.add_argument(
+        "--also", action="append", default=[], help="Read every item again with this scorer."
+    )
+    for command in (s, c):
+        command.add_argument(
+            "--pack", default="core", help="Pack whose stated RoT directions a scorer reads."
+        )
     args = parser.parse_args(argv)
 
     if args.command == "sample":
@@ -98,9 +109,7 @@ def main(argv: list[str] | None = None) -> None:
                 for row in rng.sample(answers, min(args.n, len(answers))):
                     rows.append({**row, "run": run.name})
         rng.shuffle(rows)
-        for spec in args.also:
-            for row, (value, p) in zip(rows, other_reading(spec, rows), strict=True):
-                row.setdefault("also", {})[spec] = {"as": value, "p": p}
+        add_readings(rows, args.also, args.pack)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         key = {}
         with args.out.open("w", encoding="utf-8") as fh:
@@ -123,18 +132,36 @@ def main(argv: list[str] | None = None) -> None:
     missing = sorted(set(key) - set(labels))
     if missing:
         raise SystemExit(f"{args.labels}: no label for {len(missing)} items (first: {missing[0]})")
+    add_readings(list(key.values()), args.also, args.pack)
     out: dict[str, Any] = {"run judge": agreement_with_reader(key, labels, lambda row: row)}
     for spec in sorted({s for row in key.values() for s in row.get("also", {})}):
         out[spec] = agreement_with_reader(key, labels, lambda row, s=spec: row["also"][s])
     print(json.dumps(out, indent=1))
 
 
-def other_reading(spec: str, rows: list[dict[str, Any]]) -> list[tuple[float, list[float]]]:
-    """AS and class probabilities of each row by another scorer, for a side-by-side reading."""
+def add_readings(rows: list[dict[str, Any]], specs: list[str], pack: str) -> None:
+    """Each scorer's reading of every row, under `row["also"][spec]`."""
+    if not specs:
+        return
+    from scenarios.pack import load_pack
+
+    directions = load_pack(pack).pack.direction_map()
+    for spec in specs:
+        for row, (value, p) in zip(rows, other_reading(spec, rows, directions), strict=True):
+            row.setdefault("also", {})[spec] = {"as": value, "p": p}
+
+
+def other_reading(
+    spec: str, rows: list[dict[str, Any]], directions: dict[tuple[str, str], str] | None = None
+) -> list[tuple[float, list[float]]]:
+    """AS and class probabilities of each row by another scorer, for a side-by-side reading;
+    a scorer that reads stated RoT directions (the factored one) gets `directions`."""
     from evaluators.agreement import AgreementItem
     from evaluators.scorers import open_agreement_scorer
 
     scorer = open_agreement_scorer(spec)
+    if directions and hasattr(scorer, "use_directions"):
+        scorer.use_directions(directions)
     probs = scorer.probabilities(
         [AgreementItem(r["question"], r["answer"], r["rot"]) for r in rows]
     )
