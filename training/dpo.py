@@ -55,6 +55,8 @@ def load_pairs(config: DPORunConfig) -> tuple[list[PreferencePair], list[Prefere
     pack = load_pack(config.data.removeprefix("pack:")).pack
     train = build_pairs(pack.questions, "train", config.seed, config.steps)
     dev = build_pairs(pack.questions, "dev", config.seed, config.steps)
+    if config.extra_pairs:
+        train += extra_pairs(Path(config.extra_pairs))
     if not train:
         raise SFTConfigError(f"'data': {config.data} gives no train pairs for {config.steps}")
     check_no_leaks(train, pack.questions_in("dev") + pack.questions_in("test"))
@@ -63,6 +65,18 @@ def load_pairs(config: DPORunConfig) -> tuple[list[PreferencePair], list[Prefere
 
         dev = random.Random(config.seed).sample(dev, config.max_eval_samples)
     return train, dev
+
+
+def extra_pairs(path: Path) -> list[PreferencePair]:
+    """The `extra_pairs` file's pairs; a missing or bad file is one config error."""
+    from training.onpolicy_pairs import read_pairs
+
+    if not path.is_file():
+        raise SFTConfigError(f"'extra_pairs': {path} is not a file")
+    try:
+        return read_pairs(path)
+    except ValueError as exc:
+        raise SFTConfigError(f"'extra_pairs': {exc}") from None
 
 
 def _models(config: DPORunConfig) -> tuple[Any, Any, Any, Any]:

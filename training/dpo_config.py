@@ -51,6 +51,11 @@ class DPORunConfig:
         default_factory=lambda: list(STEPS),
         metadata={"help": "Pair kinds: answer, why, revision, related."},
     )
+    extra_pairs: str | None = _f(
+        None,
+        "A JSONL of more train pairs, e.g. the bot's own answers ranked by a judge "
+        "(python -m training.onpolicy_pairs); checked for dev/test text like the pack's.",
+    )
     beta: float = _f(0.1, "DPO temperature: how far the policy may move from the reference.")
     loss_type: str = _f("sigmoid", "DPO loss: sigmoid (the paper's), ipo or hinge.")
     max_length: int = _f(384, "Most tokens of prompt + reply; longer prompts lose their start.")
