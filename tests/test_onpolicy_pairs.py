@@ -95,6 +95,10 @@ def test_dpo_takes_extra_pairs_and_refuses_bad_or_leaking_files(tmp_path: Path) 
     base, _ = load_pairs(DPORunConfig())
     train, _ = load_pairs(DPORunConfig(extra_pairs=str(path)))
     assert len(train) == len(base) + 1 and train[-1].step == STEP
+    only, dev = load_pairs(DPORunConfig(extra_pairs=str(path), steps=[]))  # the file's pairs alone
+    assert [p.step for p in only] == [STEP] and dev == []
+    with pytest.raises(SFTConfigError, match="or be \\[\\] with extra_pairs"):
+        DPORunConfig(steps=[]).validate()
     leaking = pair_row(
         test_q.id, test_q.question, ScoredAnswer("No.", 0.8), ScoredAnswer("Yes.", -0.8)
     )

@@ -126,9 +126,10 @@ class DPORunConfig:
         if self.max_steps == 0 or (self.max_steps < 0 and self.num_train_epochs <= 0):
             raise SFTConfigError("'max_steps' must be > 0, or -1 with num_train_epochs > 0")
         unknown = [s for s in self.steps if s not in STEPS]
-        if unknown or not self.steps:
+        if unknown or not (self.steps or self.extra_pairs):
             raise SFTConfigError(
-                f"'steps' must name pair kinds among {', '.join(STEPS)}, got {self.steps!r}"
+                f"'steps' must name pair kinds among {', '.join(STEPS)} (or be [] with "
+                f"extra_pairs), got {self.steps!r}"
             )
         if not self.data.startswith("pack:") or not self.data.removeprefix("pack:").strip():
             raise SFTConfigError(f"'data' must be pack:NAME (a scenario pack), got {self.data!r}")
