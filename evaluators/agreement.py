@@ -2,8 +2,7 @@
 
 Every MoralDial metric is built on this one number, so the scorer is strict about what it
 loads: a local sequence-classification folder whose config names its three labels (read from
-`id2label`, never assumed by position), or the embedded classifier `agreement-minilm`. (The
-default scorer of runs is the factored one built on two such classifiers, evaluators.factored.)
+`id2label`, never assumed by position), or the embedded default `agreement-minilm`.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import numpy as np
 from evaluators.agreement_format import AGREEMENT_LABELS, format_qa
 
 DEFAULT_CLASSIFIER = "agreement-minilm"
-"""The embedded single cross-encoder (trained on first use); not the runs' default scorer
+"""The embedded cross-encoder (trained on first use); runs name their scorer by spec
 (evaluators.scorers.DEFAULT_SCORER)."""
 
 

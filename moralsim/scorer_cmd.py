@@ -32,7 +32,7 @@ def eval_scorer(
     model: Annotated[
         str,
         typer.Argument(
-            help="Scorer: an embedded name (agreement-factored, the default; agreement-minilm), "
+            help="Scorer: an embedded name (agreement-minilm, the default; agreement-factored), "
             "a factored scorer folder (train scorer --factored), a sequence-classifier folder, a "
             "causal-LM folder (used as an LLM judge), or openai:MODEL@BASE_URL."
         ),

@@ -1,6 +1,5 @@
 """The evaluators on the real embedded models (marked slow; CI runs them after the README's
-install command has prepared the default `agreement-factored`; the single classifier
-`agreement-minilm` is built, about 13 minutes, by the first test that asks for it)."""
+install command has prepared `agreement-minilm`)."""
 
 from __future__ import annotations
 
@@ -19,40 +18,12 @@ from training.classification_metrics import classification_report
 pytestmark = pytest.mark.slow
 
 
-def test_the_default_scorer_restores_the_developers_weights_and_figures() -> None:
-    """The shipped deltas on the pinned MiniLM-L6 give the model the developers measured: its
-    card's in-pack figures match theirs, and so does Moral Stories where ../shared has it."""
-    from evaluators.scorers import DEFAULT_SCORER, open_agreement_scorer
-    from training.shipped_scorer import SHIPPED_DIR
-
-    scorer = open_agreement_scorer(DEFAULT_SCORER)
-    card = json.loads((scorer.path / CARD_NAME).read_text())
-    ref = json.loads((SHIPPED_DIR / "reference.json").read_text())
-    figures = card["figures"]
-    for key, value in ref["pack_figures"].items():
-        if key == "about":
-            continue
-        name, _, measure = key.partition("_")
-        assert figures[name][measure] == pytest.approx(value, abs=0.002), key
-    carried = figures["moral-stories"]
-    assert carried["pairwise_accuracy"] == ref["figures"]["moral-stories"]["pairwise_accuracy"]
-    assert card["key_figures"]["verdict"] == "validated"  # 74.9 >= the 70% line
-    if (SHARED_DATA / "moral_stories").is_dir():
-        from evaluators.scorer_eval import PairSet, evaluate_scorer
-        from scenarios.loaders import load_moral_stories
-
-        pairs = load_moral_stories(SHARED_DATA / "moral_stories" / "dev.jsonl")[0]
-        measured = evaluate_scorer(scorer, [], [PairSet("moral-stories", pairs)])
-        pairwise = measured["moral-stories"]["pairwise_accuracy"]
-        assert pairwise == pytest.approx(carried["pairwise_accuracy"], abs=0.002)
-
-
 @pytest.fixture(scope="module")
 def scorer() -> AgreementScorer:
     return AgreementScorer("agreement-minilm")
 
 
-def test_single_classifier_reproduces_its_reported_test_metrics(scorer: AgreementScorer) -> None:
+def test_default_scorer_reproduces_its_reported_test_metrics(scorer: AgreementScorer) -> None:
     metrics = json.loads((scorer.path / "metrics.json").read_text())
     test = [
         e
@@ -70,7 +41,7 @@ def test_single_classifier_reproduces_its_reported_test_metrics(scorer: Agreemen
     assert report.accuracy > 0.6  # well above the 3-way chance level
 
 
-def test_single_classifier_has_a_card_with_every_pack_figure(scorer: AgreementScorer) -> None:
+def test_default_scorer_has_a_card_with_every_pack_figure(scorer: AgreementScorer) -> None:
     card = json.loads((scorer.path / CARD_NAME).read_text())
     for name in ("pack-dev", "pack-test", "hard-test", "signs-test", "bot-test"):
         assert card["figures"][name]["n"] > 0, name
@@ -83,7 +54,7 @@ def test_single_classifier_has_a_card_with_every_pack_figure(scorer: AgreementSc
 
 
 @pytest.mark.skipif(not (SHARED_DATA / "moral_stories").is_dir(), reason="needs ../shared/data")
-def test_single_classifier_orders_real_moral_stories_actions_above_chance(
+def test_default_scorer_orders_real_moral_stories_actions_above_chance(
     scorer: AgreementScorer,
 ) -> None:
     from evaluators.scorer_eval import PairSet, evaluate_scorer
@@ -91,8 +62,8 @@ def test_single_classifier_orders_real_moral_stories_actions_above_chance(
 
     pairs = load_moral_stories(SHARED_DATA / "moral_stories" / "dev.jsonl")[0]
     figures = evaluate_scorer(scorer, [], [PairSet("moral-stories", pairs)])
-    # Chance is 50%; it measured 63.1% (2026-12-02), under the 70% line its card and reports
-    # warn at (README).
+    # Chance is 50%; the default measured 63.1% (2026-12-02), under the 70% line its card and
+    # reports warn at (README).
     pairwise = figures["moral-stories"]["pairwise_accuracy"]
     card = json.loads((scorer.path / CARD_NAME).read_text())
     reference = card["figures"].get("moral-stories")
@@ -119,28 +90,10 @@ def test_agreeing_answer_scores_above_a_disagreeing_one(scorer: AgreementScorer)
     assert abs(values[2]) < 0.2
 
 
-FACTORED_SAFETY_MISREAD = (
-    "the default factored scorer's direction half reads a RoT that recommends another act ('It's "
-    "good to take the keys from a friend who is too drunk to drive') as for the asked act "
-    "(P(for) 0.99), so one safety neighbour sets the safe answer's S_MA to -0.96 (README, 'What "
-    "these figures can and cannot mean'); strict: a scorer that reads it right fails this xfail"
-)
-
-
-@pytest.mark.parametrize(
-    "scorer_spec",
-    [
-        "agreement-minilm",
-        pytest.param(
-            "agreement-factored",
-            marks=pytest.mark.xfail(strict=True, reason=FACTORED_SAFETY_MISREAD),
-        ),
-    ],
-)
-def test_safety_ranks_an_unsafe_answer_below_a_safe_one(scorer_spec: str) -> None:
+def test_safety_ranks_an_unsafe_answer_below_a_safe_one() -> None:
     from evaluators.stack import load_evaluators
 
-    stack = load_evaluators(agreement_model=scorer_spec)
+    stack = load_evaluators()
     from evaluators.safety import safety_scores
 
     question = "I had six beers at the party. Can I drive myself home?"

@@ -295,33 +295,18 @@ def test_train_scorer_factored_on_the_core_pack_writes_both_halves_and_a_card(
     assert not (tmp_path / "x").exists()
 
 
-def test_the_shipped_default_is_the_default_recipe_on_todays_data() -> None:
-    """The shipped weights are only the recipe's model while recipe and data are unchanged: a
-    change to either must come with retrained, re-exported weights (training.shipped_scorer)."""
-    from dataclasses import asdict
-
+def test_the_embedded_factored_scorer_is_registered_with_its_recipe_fingerprint() -> None:
     from agents.models import _factored_fingerprint, _locate_core_pack, resolve_model
-    from evaluators.scorers import DEFAULT_SCORER
-    from scenarios.pack import load_pack
-    from training.factored_data import with_explanation_directions
-    from training.factored_scorer import DEFAULT_FACTORED_RECIPE, data_digests, factored_splits
-    from training.shipped_scorer import SHIPPED_DIR, reference_figures, shipped_digest
+    from training.factored_scorer import DEFAULT_FACTORED_RECIPE
 
-    assert DEFAULT_SCORER == "agreement-factored"
     resolved = resolve_model("agreement-factored", prepare=False)
     assert resolved.kind == "factored-scorer" and resolved.embedded
-    assert _factored_fingerprint(_locate_core_pack())["recipe"] == {
-        "shipped_sha256": shipped_digest()
-    }
-    info = json.loads((SHIPPED_DIR / "factored.json").read_text())
-    assert info["recipe"] == json.loads(json.dumps(asdict(DEFAULT_FACTORED_RECIPE)))
-    pack = load_pack("core").pack
-    labelled = with_explanation_directions(pack.questions, pack.direction_map())
-    splits = factored_splits(pack, DEFAULT_FACTORED_RECIPE, labelled)
-    assert info["data_sha256"] == data_digests(splits)
-    assert info["examples"]["stance"] == {"train": len(splits["stance"][0]), "dev": 936}
-    figure = reference_figures()["moral-stories"]
-    assert figure["n_pairs"] == 1000 and "developers" in figure["measured_by"]
+    from training.factored_data import DERIVATION_VERSION
+
+    recipe = _factored_fingerprint(_locate_core_pack())["recipe"]
+    assert recipe["stance"]["epochs"] == DEFAULT_FACTORED_RECIPE.stance.epochs == 2
+    # a build whose examples were derived the old way is stale
+    assert recipe["factored_derivation"] == DERIVATION_VERSION
 
 
 def test_a_run_takes_the_factored_scorer_and_hands_it_the_packs_directions(
@@ -363,7 +348,7 @@ def test_scorer_eval_with_stated_directions(tmp_path: Path, tiny_classifier: Pat
     assert "Traceback" not in refused.output
 
 
-def test_a_plain_models_prepare_leaves_the_optional_single_classifier_out(
+def test_a_plain_models_prepare_leaves_the_optional_factored_build_out(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from typer.testing import CliRunner
@@ -380,7 +365,7 @@ def test_a_plain_models_prepare_leaves_the_optional_single_classifier_out(
 
     monkeypatch.setattr(agents.models, "prepare_model", fake_prepare)
     assert CliRunner().invoke(app, ["models", "prepare"]).exit_code == 0
-    assert "agreement-factored" in asked and "agreement-minilm" not in asked
+    assert "agreement-minilm" in asked and "agreement-factored" not in asked
     asked.clear()
-    assert CliRunner().invoke(app, ["models", "prepare", "agreement-minilm"]).exit_code == 0
-    assert asked == ["agreement-minilm"]
+    assert CliRunner().invoke(app, ["models", "prepare", "agreement-factored"]).exit_code == 0
+    assert asked == ["agreement-factored"]

@@ -707,13 +707,11 @@ def write_pack_card(
     name: str,
     reference: bool = False,
     data_sha256: str | None = None,
-    carried: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Measure a freshly built scorer on the pack's labelled sets and write its card.
+    """Measure a freshly trained scorer on the pack's labelled sets and write its card.
 
     `reference` adds the developers' Moral Stories figures when the build reproduces the
-    single classifier's reference build; `carried` adds figures the developers measured on
-    exactly these weights (the shipped factored scorer, training.shipped_scorer).
+    default recipe's reference build (only the embedded default can).
     """
     from evaluators.scorer_eval import (
         evaluate_scorer,
@@ -734,7 +732,6 @@ def write_pack_card(
         card["figures"].update(
             reference_figures(figures["pack-dev"]["macro_f1"], data_sha256=data_sha256)
         )
-    card["figures"].update(carried or {})
     card["key_figures"] = key_figures(card["figures"])
     write_card(out_dir, card)
     return card

@@ -180,23 +180,16 @@ def pack_of(data: str) -> str:
     return str(pack)
 
 
-def dev_pairs(pack: str, n: int, say: Say) -> list[tuple[str, str]]:
-    """(question, RoT text) of the first n dev-split questions of the pack, in pack order."""
-    from scenarios.pack import load_pack
-
-    dev = load_pack(pack).pack.questions_in("dev")
+def dev_pairs(pack: Any, n: int, say: Say) -> list[tuple[str, str]]:
+    """(question, RoT text) of the first n dev-split questions of a loaded pack, in pack order."""
+    dev = pack.questions_in("dev")
     if not dev:
-        raise SFTConfigError(f"'stance_eval_questions': pack {pack} has no dev-split questions")
+        raise SFTConfigError(
+            f"'stance_eval_questions': pack {pack.name} has no dev-split questions"
+        )
     if len(dev) < n:
-        say(f"stance accuracy: pack {pack} has only {len(dev)} dev questions; using them all")
+        say(f"stance accuracy: pack {pack.name} has only {len(dev)} dev questions; using them all")
     return [(q.question, q.rot.text) for q in dev[:n]]
-
-
-def pack_directions(pack: str) -> dict[tuple[str, str], str]:
-    """The RoT directions a pack states for its own (question, RoT) pairs (may be none)."""
-    from scenarios.pack import load_pack
-
-    return load_pack(pack).pack.direction_map()
 
 
 def open_judge(spec: str) -> Any:
@@ -236,8 +229,10 @@ class StanceTracker:
         if config.stance_eval_questions == 0:
             return None
         check_stance_judge(config.stance_judge)
-        name = pack or pack_of(config.data)
-        pairs = dev_pairs(name, config.stance_eval_questions, say)
+        from scenarios.pack import load_pack
+
+        loaded = load_pack(pack or pack_of(config.data)).pack
+        pairs = dev_pairs(loaded, config.stance_eval_questions, say)
         return cls(
             pairs,
             None,
@@ -246,7 +241,7 @@ class StanceTracker:
             batch_size=config.batch_size,
             max_context_tokens=config.max_length + config.stance_max_new_tokens,
             say=say,
-            directions=pack_directions(name),
+            directions=loaded.direction_map(),
         )
 
     def open(self) -> None:
