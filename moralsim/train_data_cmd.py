@@ -44,6 +44,13 @@ def train_discussions(
             help="General-dialogue JSONL file, messages format (repeatable).", dir_okay=False
         ),
     ] = None,
+    verdicts: Annotated[
+        int,
+        typer.Option(
+            help="Verdict answers from the pack's written corpus added as MA rows "
+            "(training.verdict_answers)."
+        ),
+    ] = 0,
     seed: Annotated[int, typer.Option(help="Seed for phrases, pairings and PT forms.")] = 0,
     max_per_flow: Annotated[
         int | None, typer.Option(help="Most rows per flow and split (random subset).")
@@ -76,6 +83,7 @@ def train_discussions(
             mic_files=tuple(str(p) for p in mic or ()),
             social_chem_files=tuple(str(p) for p in social_chem or ()),
             gd_files=tuple(str(p) for p in gd or ()),
+            verdicts=verdicts,
             seed=seed,
             max_per_flow=max_per_flow,
             pt_include_situation_prob=pt_situation_prob,

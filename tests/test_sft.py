@@ -286,11 +286,13 @@ def test_flows_filter(tiny_causal_lm: Path, tmp_path: Path) -> None:
         ("learning_rate=-1", "'learning_rate'"),
         ("chat_template=fancy", "'chat_template'"),
         ("max_steps=0", "'max_steps'"),
+        ("verdict_answers=-1", "'verdict_answers'"),
+        ("data=./some-folder && verdict_answers=5", "needs data=pack:NAME"),
     ],
 )
 def test_config_errors_name_the_key(override: str, key: str) -> None:
     with pytest.raises(ConfigError, match=key):
-        load_sft_config(None, ["eval_steps=10", override])
+        load_sft_config(None, ["eval_steps=10", *override.split(" && ")])
 
 
 def test_preset_then_file_then_overrides(tmp_path: Path) -> None:

@@ -28,6 +28,8 @@ Where A and A' come from, per corpus (stances are the corpus's own labels, never
   its RoT. MA keeps agree and neutral answers. For ME, A' is an answer to the same question
   labelled agree with the same RoT; for MR, A' is one such answer picked at random for each
   disagreeing A. RIL's A_new is an agreeing answer to another question with the same RoT.
+- verdict answers (`verdicts: N`, training.verdict_answers): further direct questions of the
+  pack's written corpus, answered with a verdict on the act and the RoT as its reason; MA only.
 - Social-Chem-101: no questions or answers; PT only, recombined from rot-judgment, action and
   situation.
 - PT from sources without those fields (core, MIC) uses the RoT text as written; the build
@@ -67,6 +69,8 @@ from training.discussion_sources import (
 )
 from training.discussion_stats import discussion_stats, save_discussions, stats_table
 from training.pt_statements import pt_statement
+from training.verdict_answers import SOURCE as VERDICT_SOURCE
+from training.verdict_answers import verdict_corpus
 
 __all__ = [
     "FLOWS",
@@ -116,6 +120,13 @@ class DiscussionConfig:
     gd_files: tuple[str, ...] = field(
         default=(), metadata={"help": "General-dialogue JSONL files (messages format)."}
     )
+    verdicts: int = field(
+        default=0,
+        metadata={
+            "help": "Train-split verdict answers from the pack's written corpus added as MA "
+            "rows (training.verdict_answers); 0: none."
+        },
+    )
     seed: int = field(default=0, metadata={"help": "Seed for phrases, pairings and PT forms."})
     max_per_flow: int | None = field(
         default=None, metadata={"help": "Most rows per flow and split (random subset); None: all."}
@@ -139,6 +150,10 @@ class DiscussionConfig:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise DiscussionError(f"{name}: must be in [0, 1], got {value}")
+        if self.verdicts < 0:
+            raise DiscussionError(f"verdicts: must be 0 or more, got {self.verdicts}")
+        if self.verdicts and not self.pack:
+            raise DiscussionError("verdicts: needs a pack (they come from its written corpus)")
         if self.max_per_flow is not None and self.max_per_flow < 1:
             raise DiscussionError(f"max_per_flow: must be at least 1, got {self.max_per_flow}")
 
@@ -316,6 +331,7 @@ def load_corpus(config: DiscussionConfig, questions: list[MoralQuestion] | None 
     elif config.pack:
         pack = load_pack(config.pack).pack
         corpus.extend(core_corpus(pack.questions, source=pack.name))
+        corpus.extend(verdict_corpus(pack, config.verdicts, config.seed))
     for name in config.mic_files:
         rows, _ = load_mic(name)
         corpus.extend(mic_corpus(rows, Path(name)))
@@ -363,7 +379,9 @@ def build_discussions(
     report = report if report is not None else BuildReport()
     corpus = drop_split_leaks(load_corpus(config, questions))
     report.dropped.update(corpus.dropped)
-    groups = _groups(corpus.answers)
+    # Verdict answers already carry their RoT as the reason: MA rows only (see verdict_answers).
+    discussed = [a for a in corpus.answers if a.source != VERDICT_SOURCE]
+    groups = _groups(discussed)
     drops: dict[str, Counter[str]] = defaultdict(Counter)
     built: dict[str, list[Row]] = {
         "MA": ma_rows(corpus.answers, drops["MA"]),
@@ -371,7 +389,7 @@ def build_discussions(
         "MR": mr_rows(groups, random.Random(f"{config.seed}:MR"), drops["MR"]),
     }
     built["RIL"] = ril_rows(
-        corpus.answers,
+        discussed,
         built["ME"] + built["MR"],
         random.Random(f"{config.seed}:RIL"),
         drops["RIL"],

@@ -59,15 +59,18 @@ def _quiet(message: str) -> None:
 # --------------------------------------------------------------------------- data
 
 
-def load_discussions(spec: str, seed: int, flows: Sequence[str]) -> Any:
-    """A DatasetDict of discussions: a saved folder, or `pack:NAME` built now (seeded)."""
+def load_discussions(spec: str, seed: int, flows: Sequence[str], verdicts: int = 0) -> Any:
+    """A DatasetDict of discussions: a saved folder, or `pack:NAME` built now (seeded, with
+    `verdicts` verdict answers from the pack's written corpus)."""
     from datasets import DatasetDict, load_from_disk
 
     if spec.startswith("pack:"):
         from training.discussions import DiscussionConfig, build_discussions
 
         pack = spec.removeprefix("pack:")
-        return build_discussions(DiscussionConfig(pack=pack, seed=seed, flows=tuple(flows)))
+        return build_discussions(
+            DiscussionConfig(pack=pack, seed=seed, flows=tuple(flows), verdicts=verdicts)
+        )
     folder = Path(spec).expanduser()
     if not folder.is_dir():
         raise SFTConfigError(
@@ -200,7 +203,9 @@ def _tokenized_splits(
     tokenised datasets, with what tokenising kept and dropped of each."""
     from datasets import Dataset
 
-    discussions = load_discussions(config.data, config.seed, config.flows)
+    discussions = load_discussions(
+        config.data, config.seed, config.flows, config.verdict_answers
+    )
     _check_columns(discussions, config.data)
     train_cols, train_stats = tokenize_split(
         discussions["train"], "train", tokenizer, template, config.flows, config.max_length

@@ -112,6 +112,11 @@ class SFTRunConfig:
         default_factory=lambda: list(FLOWS),
         metadata={"help": "Flows to train on; leave one out for an ablation (MA ME MR RIL PT GD)."},
     )
+    verdict_answers: int = _f(
+        0,
+        "With data=pack:NAME: this many verdict answers from the pack's written corpus join the "
+        "MA rows (training.verdict_answers); 0: none.",
+    )
     max_length: int = _f(
         384,
         "Most tokens per row; longer rows lose their oldest context turns first (as the bot "
@@ -214,6 +219,13 @@ class SFTRunConfig:
             raise SFTConfigError("'output_dir' is empty")
         if not self.data.strip():
             raise SFTConfigError("'data' is empty: give a discussions folder or pack:NAME")
+        if self.verdict_answers < 0:
+            raise SFTConfigError(f"'verdict_answers' must be >= 0, got {self.verdict_answers}")
+        if self.verdict_answers and not self.data.startswith("pack:"):
+            raise SFTConfigError(
+                "'verdict_answers' needs data=pack:NAME (a saved discussions folder holds its "
+                "rows already: build it with `moralsim train discussions --verdicts N`)"
+            )
         template = self.chat_template
         if template not in CHAT_TEMPLATE_CHOICES and not template.endswith((".jinja", ".j2")):
             raise SFTConfigError(
