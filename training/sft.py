@@ -203,9 +203,7 @@ def _tokenized_splits(
     tokenised datasets, with what tokenising kept and dropped of each."""
     from datasets import Dataset
 
-    discussions = load_discussions(
-        config.data, config.seed, config.flows, config.verdict_answers
-    )
+    discussions = load_discussions(config.data, config.seed, config.flows, config.verdict_answers)
     _check_columns(discussions, config.data)
     train_cols, train_stats = tokenize_split(
         discussions["train"], "train", tokenizer, template, config.flows, config.max_length
