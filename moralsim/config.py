@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -270,6 +271,10 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+"""A plain decimal or scientific-notation number, as written in a config or --set."""
+
+
 def _convert(value: Any, tp: Any, key: str) -> Any:
     origin = get_origin(tp)
     if origin in (Union, types.UnionType):
@@ -305,6 +310,9 @@ def _convert(value: Any, tp: Any, key: str) -> Any:
             raise ConfigError(f"'{key}' must be an integer, got {value!r}")
         return value
     if tp is float:
+        if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+            # YAML 1.1 reads "1e-4" (no dot) as a string; it is the number everyone means.
+            value = float(value)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"'{key}' must be a number, got {value!r}")
         if not math.isfinite(value):

@@ -352,3 +352,13 @@ def test_smollm2_template_masks_the_answer_and_its_im_end_only() -> None:
         learned = [t for t, m in zip(row.input_ids, row.completion_mask, strict=True) if m]
         assert learned == [*answer, tokenizer.convert_tokens_to_ids("<|im_end|>")]
         assert "You are a helpful AI assistant" in tokenizer.decode(row.input_ids)
+
+
+def test_scientific_notation_is_a_number_in_set_and_yaml(tmp_path: Path) -> None:
+    # YAML 1.1 reads 1e-4 (no dot) as a string; the config reads it as the number meant.
+    assert load_sft_config(None, ["learning_rate=1e-4"]).learning_rate == 1e-4
+    path = tmp_path / "sft.yaml"
+    path.write_text("learning_rate: 2E-5\n", encoding="utf-8")
+    assert load_sft_config(path).learning_rate == 2e-5
+    with pytest.raises(ConfigError, match="'learning_rate' must be a number"):
+        load_sft_config(None, ["learning_rate=1e-4x"])

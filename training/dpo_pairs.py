@@ -104,10 +104,10 @@ def step_counts(pairs: Sequence[PreferencePair]) -> dict[str, int]:
     return dict(sorted(Counter(p.step for p in pairs).items()))
 
 
-def check_no_leaks(train: Sequence[PreferencePair], held_out: Iterable[MoralQuestion]) -> None:
-    """Refuse training pairs whose prompt or replies contain any text of a held-out question
-    (its wordings, answers, explanation, related question and answers, or its RoT)."""
-    held = {
+def held_out_texts(held_out: Iterable[MoralQuestion]) -> set[str]:
+    """Every text of the held-out questions (wordings, answers, explanation, related question
+    and answers, RoT), normalised for `leaked_text`."""
+    return {
         _norm(t)
         for q in held_out
         for t in (
@@ -116,9 +116,19 @@ def check_no_leaks(train: Sequence[PreferencePair], held_out: Iterable[MoralQues
         )
         if t.strip()
     }  # fmt: skip
+
+
+def leaked_text(pair: PreferencePair, held: set[str]) -> str | None:
+    """The first held-out text found inside the pair's prompt or replies, if any."""
+    texts = [_norm(t) for _, t in pair.prompt] + [_norm(pair.chosen), _norm(pair.rejected)]
+    return next((h for h in held for t in texts if h in t), None)
+
+
+def check_no_leaks(train: Sequence[PreferencePair], held_out: Iterable[MoralQuestion]) -> None:
+    """Refuse training pairs whose prompt or replies contain any text of a held-out question."""
+    held = held_out_texts(held_out)
     for p in train:
-        texts = [_norm(t) for _, t in p.prompt] + [_norm(p.chosen), _norm(p.rejected)]
-        leaked = next((h for h in held for t in texts if h in t), None)
+        leaked = leaked_text(p, held)
         if leaked is not None:
             raise ValueError(
                 f"DPO pair of {p.question_id} ({p.step}) holds held-out text: {leaked[:60]!r}"
