@@ -288,6 +288,7 @@ def test_flows_filter(tiny_causal_lm: Path, tmp_path: Path) -> None:
         ("max_steps=0", "'max_steps'"),
         ("verdict_answers=-1", "'verdict_answers'"),
         ("data=./some-folder && verdict_answers=5", "needs data=pack:NAME"),
+        ("flows=[ME] && verdict_answers=5", "'verdict_answers' are MA rows"),
     ],
 )
 def test_config_errors_name_the_key(override: str, key: str) -> None:

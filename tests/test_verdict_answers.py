@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from scenarios.pack import load_pack
 from scenarios.types import AgreementExample, RotDirection, ScenarioPack
 from training.discussions import DiscussionConfig, DiscussionError, build_discussions
 from training.verdict_answers import (
@@ -47,6 +48,9 @@ def tiny_pack() -> ScenarioPack:
         written("w7", "Is it rude to  leave early?", "It's rude to leave early."),  # contested
         written("w8", "Should I tip the courier?", "Tipping is optional.", split="dev"),
         written("w9", "She kept the change.", "You should be honest."),  # not a question
+        written("w10", "Why did I sulk?", "Be gracious.", phenomenon="narrated-first-person"),
+        # its second reader read the direction the other way
+        written("w11", "Is it okay to nap at work?", "Rest when you need it."),
         AgreementExample(
             "f1",
             "Should I lie?",
@@ -61,12 +65,14 @@ def tiny_pack() -> ScenarioPack:
         RotDirection("Is it okay to read my sister's diary?", "You shouldn't snoop.", "against"),
         RotDirection("Should I return the extra change?", "You should be honest.", "for"),
         RotDirection("What did Yuki do?", "It's wrong to take credit.", "against"),
-        RotDirection("Can I skip the meeting?", "Be kind to animals.", "unrelated"),
+        RotDirection("Can I skip the meeting?", "Be kind to animals.", "for"),
         RotDirection("Is it rude to leave early?", "It's fine to leave when you're tired.", "for"),
         RotDirection("Is it rude to  leave early?", "It's rude to leave early.", "against"),
         RotDirection("Should I tip the courier?", "Tipping is optional.", "open"),
         RotDirection("She kept the change.", "You should be honest.", "for"),
         RotDirection("Should I lie?", "You shouldn't lie.", "against"),
+        RotDirection("Why did I sulk?", "Be gracious.", "against"),
+        RotDirection("Is it okay to nap at work?", "Rest when you need it.", "for", "against"),
     ]
     return ScenarioPack("tiny", None, agreement_examples=examples, rot_directions=directions)
 
@@ -112,8 +118,27 @@ def test_core_pack_verdicts_are_ma_rows_only_and_leak_free() -> None:
     assert [r["messages"] for r in own] == [r["messages"] for r in plain["train"]]
 
 
+def test_a_verdict_sharing_a_held_out_rot_is_dropped() -> None:
+    from training.discussion_sources import core_corpus, drop_split_leaks
+
+    pack = load_pack("core").pack
+    held = pack.questions_in("test")[0]
+    pack.agreement_examples.append(
+        written("leak", "Is it fine to hum at my desk?", held.rot.text)  # a test RoT, in train
+    )
+    pack.rot_directions.append(RotDirection("Is it fine to hum at my desk?", held.rot.text, "for"))
+    corpus = core_corpus(pack.questions)
+    corpus.extend(verdict_corpus(pack, limit=100_000, seed=0))
+    assert any(a.question_id == "verdicts:leak" for a in corpus.answers)
+    kept = drop_split_leaks(corpus)
+    assert not any(a.question_id == "verdicts:leak" for a in kept.answers)
+    assert kept.dropped["verdicts: train answer shares a question or RoT with test"] >= 1
+
+
 def test_verdicts_config_errors() -> None:
     with pytest.raises(DiscussionError, match="verdicts"):
         DiscussionConfig(verdicts=-1)
     with pytest.raises(DiscussionError, match="needs a pack"):
         DiscussionConfig(pack=None, verdicts=5)
+    with pytest.raises(DiscussionError, match="add MA to flows"):
+        DiscussionConfig(flows=("ME", "MR"), verdicts=5)

@@ -22,12 +22,18 @@ from training.verdict_pairs import (
 
 
 def sc_row(
-    rot_id: str, action: str | None, judgment: int | None, bad: bool = False
+    rot_id: str,
+    action: str | None,
+    judgment: int | None,
+    bad: bool = False,
+    consensus: int = 5,
+    action_agree: int = 4,
 ) -> SocialChemRow:
-    rot = RoT(text=f"RoT about {action}.", judgment="It's good", action=action)
+    rot = RoT(f"RoT about {action}.", consensus=consensus, judgment="It's good", action=action)
     return SocialChemRow(
         line=1, rot_id=rot_id, rot=rot, area="amitheasshole", split="train", rot_bad=bad,
-        categories=(), action_moral_judgment=judgment, action_agree=4, action_legal="legal",
+        categories=(), action_moral_judgment=judgment, action_agree=action_agree,
+        action_legal="legal",
         action_pressure=0, situation_id="s", characters=(),
     )  # fmt: skip
 
@@ -40,6 +46,8 @@ def test_social_chem_rows_become_questions_with_the_crowds_side() -> None:
         sc_row("d", "stealing", None),  # unrated
         sc_row("e", "hitting people", -2, bad=True),  # RoT flagged as bad
         sc_row("f", None, 1),  # no action
+        sc_row("g", "tipping well", 2, consensus=3),  # contested RoT
+        sc_row("h", "waving hello", 1, action_agree=2),  # the crowd's side is uncertain
     ]
     items = social_chem_items(rows, seed=0)
     assert [(i.example_id, i.direction) for i in items] == [

@@ -123,8 +123,9 @@ class DiscussionConfig:
     verdicts: int = field(
         default=0,
         metadata={
-            "help": "Train-split verdict answers from the pack's written corpus added as MA "
-            "rows (training.verdict_answers); 0: none."
+            "help": "Verdict answers from the pack's written corpus added as MA rows: N from "
+            "its train split and N // 10 from its dev split (training.verdict_answers); they "
+            "share max_per_flow with the pack's MA rows; 0: none."
         },
     )
     seed: int = field(default=0, metadata={"help": "Seed for phrases, pairings and PT forms."})
@@ -154,6 +155,8 @@ class DiscussionConfig:
             raise DiscussionError(f"verdicts: must be 0 or more, got {self.verdicts}")
         if self.verdicts and not self.pack:
             raise DiscussionError("verdicts: needs a pack (they come from its written corpus)")
+        if self.verdicts and "MA" not in self.flows:
+            raise DiscussionError("verdicts: they are MA rows; add MA to flows or set verdicts 0")
         if self.max_per_flow is not None and self.max_per_flow < 1:
             raise DiscussionError(f"max_per_flow: must be at least 1, got {self.max_per_flow}")
 

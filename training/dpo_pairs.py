@@ -104,7 +104,7 @@ def step_counts(pairs: Sequence[PreferencePair]) -> dict[str, int]:
     return dict(sorted(Counter(p.step for p in pairs).items()))
 
 
-def held_out_texts(held_out: Iterable[MoralQuestion]) -> set[str]:
+def held_out_pair_texts(held_out: Iterable[MoralQuestion]) -> set[str]:
     """Every text of the held-out questions (wordings, answers, explanation, related question
     and answers, RoT), normalised for `leaked_text`."""
     return {
@@ -126,7 +126,7 @@ def leaked_text(pair: PreferencePair, held: set[str]) -> str | None:
 
 def check_no_leaks(train: Sequence[PreferencePair], held_out: Iterable[MoralQuestion]) -> None:
     """Refuse training pairs whose prompt or replies contain any text of a held-out question."""
-    held = held_out_texts(held_out)
+    held = held_out_pair_texts(held_out)
     for p in train:
         leaked = leaked_text(p, held)
         if leaked is not None:

@@ -114,8 +114,8 @@ class SFTRunConfig:
     )
     verdict_answers: int = _f(
         0,
-        "With data=pack:NAME: this many verdict answers from the pack's written corpus join the "
-        "MA rows (training.verdict_answers); 0: none.",
+        "With data=pack:NAME: this many verdict answers from the pack's written corpus (and a "
+        "tenth as many in dev) join the MA rows (training.verdict_answers); 0: none.",
     )
     max_length: int = _f(
         384,
@@ -221,6 +221,8 @@ class SFTRunConfig:
             raise SFTConfigError("'data' is empty: give a discussions folder or pack:NAME")
         if self.verdict_answers < 0:
             raise SFTConfigError(f"'verdict_answers' must be >= 0, got {self.verdict_answers}")
+        if self.verdict_answers and "MA" not in self.flows:
+            raise SFTConfigError("'verdict_answers' are MA rows: add MA to 'flows' or set it to 0")
         if self.verdict_answers and not self.data.startswith("pack:"):
             raise SFTConfigError(
                 "'verdict_answers' needs data=pack:NAME (a saved discussions folder holds its "

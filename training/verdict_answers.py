@@ -50,8 +50,9 @@ SKIPPED_PHENOMENA: tuple[str, ...] = (
     "unrelated-rot",
 )
 DEV_SHARE = 10
-"""At most one dev-split verdict answer per this many train ones, so the dev loss still
-mostly measures the pack's own discussions."""
+"""A build asking for N verdict answers also takes up to N // DEV_SHARE (at least one) from the
+corpus's dev split, so the dev loss sees the kind of row it trains on; a dev loss with verdicts
+on is therefore not comparable with one without them."""
 
 
 @dataclass(frozen=True)
@@ -65,17 +66,30 @@ class VerdictItem:
     split: str
 
 
+def side_phrases(direction: str) -> tuple[str, ...]:
+    """The verdict phrases that take `direction` (for / against) on the asked act."""
+    return FOR_PHRASES if direction == "for" else AGAINST_PHRASES
+
+
+def opposite(direction: str) -> str:
+    return "against" if direction == "for" else "for"
+
+
 def verdict_items(pack: Any) -> list[VerdictItem]:
-    """The pack's written examples that state a side on the asked act, one per question."""
-    directions = pack.direction_map()
+    """The pack's written examples that state a side on the asked act, one per question. A
+    direction that its second reader read otherwise is left out, like a contested question."""
+    directions = {(d.question, d.rot): d for d in pack.rot_directions}
     first: dict[str, VerdictItem] = {}
     contested: set[str] = set()
     for example in pack.agreement_examples:
         source, _, phenomenon = example.kind.partition(":")
         if source != "written" or phenomenon in SKIPPED_PHENOMENA:
             continue
-        direction = directions.get((example.question, example.rot))
+        stated = directions.get((example.question, example.rot))
+        direction = stated.direction if stated else None
         if direction not in ("for", "against") or not example.question.rstrip().endswith("?"):
+            continue
+        if stated.second_rater not in (None, direction):
             continue
         key = normalise(example.question)
         item = VerdictItem(example.id, example.question, example.rot, direction, example.split)
@@ -87,13 +101,12 @@ def verdict_items(pack: Any) -> list[VerdictItem]:
 
 def verdict_answer(item: VerdictItem, rng: random.Random) -> str:
     """A verdict phrase for the RoT's side, then the RoT as the reason."""
-    phrases = FOR_PHRASES if item.direction == "for" else AGAINST_PHRASES
-    return f"{rng.choice(phrases)} {item.rot.strip()}"
+    return f"{rng.choice(side_phrases(item.direction))} {item.rot.strip()}"
 
 
 def verdict_corpus(pack: Any, limit: int, seed: int) -> Corpus:
-    """Up to `limit` train-split verdict answers (a seeded sample) and up to limit / DEV_SHARE
-    dev-split ones. Their stance toward the RoT is "agree" by construction."""
+    """Up to `limit` train-split verdict answers (a seeded sample) and up to limit // DEV_SHARE
+    (at least one) dev-split ones. Their stance toward the RoT is "agree" by construction."""
     corpus = Corpus()
     if limit <= 0:
         return corpus

@@ -12,13 +12,14 @@ training.verdict_answers. Items come from
 - Social-Chem-101 rows: the action ("helping your friends when they're down") asked about as
   "Is helping your friends when they're down okay?" (or two other wordings, seeded), its side
   from the crowd's action-moral-judgment (good or very good: for; bad or very bad: against;
-  neutral and unrated rows and RoTs flagged as bad are left out).
+  neutral and unrated rows, RoTs flagged as bad or contested (consensus controversial or
+  below) and judgments fewer than about 75% of annotators share are left out).
 
 Only train-split items are written, and any pair holding text of a held-out pack question is
 dropped (the check `moralsim train dpo` repeats on `extra_pairs`). The file holds TRL
 preference rows for `extra_pairs`:
 
-    python -m training.verdict_pairs --written 3000 --social-chem social-chem-101.tsv --out vp.jsonl
+    python -m training.verdict_pairs --written 3000 --social-chem sc.tsv --limit 6000 --out vp.jsonl
     moralsim train dpo --preset moral-smollm2-dpo --set extra_pairs=vp.jsonl
 """
 
@@ -33,10 +34,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from training.dpo_pairs import PreferencePair, held_out_texts, leaked_text
-from training.verdict_answers import AGAINST_PHRASES, FOR_PHRASES, VerdictItem, verdict_items
+from training.dpo_pairs import PreferencePair, held_out_pair_texts, leaked_text
+from training.verdict_answers import VerdictItem, opposite, side_phrases, verdict_items
 
 STEP = "verdict"
+MIN_ACTION_AGREE = 3
+"""Social-Chem-101's 0-4 share of annotators who agree with the action's judgment; 3 is
+"common" (about 75-90%). Below it the crowd's side is too uncertain to prefer."""
 QUESTION_FORMS: tuple[str, ...] = (
     "Is {action} okay?",
     "Would {action} be wrong?",
@@ -51,7 +55,9 @@ def social_chem_items(rows: Sequence[Any], seed: int) -> list[VerdictItem]:
     for row in rows:
         action = (row.rot.action or "").strip().rstrip(".!?").strip()
         judgment = row.action_moral_judgment
-        if not action or not judgment or row.rot_bad:
+        if not action or not judgment or row.rot_bad or row.rot.contested:
+            continue
+        if row.action_agree is None or row.action_agree < MIN_ACTION_AGREE:
             continue
         action = action[0].lower() + action[1:]
         items.append(
@@ -68,16 +74,11 @@ def social_chem_items(rows: Sequence[Any], seed: int) -> list[VerdictItem]:
 
 def verdict_pair(item: VerdictItem, rng: random.Random) -> PreferencePair:
     """Chosen: the RoT's side, then the RoT. Rejected: the other side, then the same RoT."""
-    side, other = (
-        (FOR_PHRASES, AGAINST_PHRASES)
-        if item.direction == "for"
-        else (AGAINST_PHRASES, FOR_PHRASES)
-    )
     reason = item.rot.strip()
     return PreferencePair(
         prompt=(("user", item.question),),
-        chosen=f"{rng.choice(side)} {reason}",
-        rejected=f"{rng.choice(other)} {reason}",
+        chosen=f"{rng.choice(side_phrases(item.direction))} {reason}",
+        rejected=f"{rng.choice(side_phrases(opposite(item.direction)))} {reason}",
         step=STEP,
         question_id=item.example_id,
     )
@@ -90,7 +91,7 @@ def build_verdict_pairs(
     rng = random.Random(f"{seed}:verdict-pairs")
     train = [i for i in items if i.split == "train"]
     rng.shuffle(train)
-    held = held_out_texts(held_out)
+    held = held_out_pair_texts(held_out)
     dropped: Counter[str] = Counter({"not train split": len(items) - len(train)})
     pairs = []
     for item in train:
@@ -107,6 +108,7 @@ def build_verdict_pairs(
 def main(argv: list[str] | None = None) -> None:
     from scenarios.loaders import ScenarioLoadError, load_social_chem
     from scenarios.pack import load_pack
+    from scenarios.registry import RegistryError
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pack", default="core", help="Pack: held-out questions, written corpus")
@@ -121,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         pack = load_pack(args.pack).pack
         rows = [row for path in args.social_chem for row in load_social_chem(path)[0]]
-    except ScenarioLoadError as exc:
+    except (ScenarioLoadError, RegistryError) as exc:
         raise SystemExit(f"error: {exc}") from None
     written = [
         replace(i, example_id=f"written:{i.example_id}")
@@ -134,8 +136,11 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("no items: give --written N and/or --social-chem FILE")
     held_out = pack.questions_in("dev") + pack.questions_in("test")
     pairs, dropped = build_verdict_pairs(items, held_out, args.limit, args.seed)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("".join(json.dumps(p.to_row()) + "\n" for p in pairs), encoding="utf-8")
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text("".join(json.dumps(p.to_row()) + "\n" for p in pairs), encoding="utf-8")
+    except OSError as exc:
+        raise SystemExit(f"error: cannot write {args.out}: {exc.strerror or exc}") from None
     sides = Counter(p.question_id.split(":", 1)[0] for p in pairs)
     print(f"wrote {len(pairs)} pairs to {args.out} ({dict(sides)}); left out: {dict(dropped)}")
 
