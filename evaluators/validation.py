@@ -220,8 +220,15 @@ def run_fingerprint(
     return fingerprint(pack_dir, scorer_dir)
 
 
-SCORER_IDENTITY_FILES = ("config.json", "metrics.json", "moralsim-model.json", "scorer_card.json")
-"""Small files that change whenever a scorer folder is rebuilt or retrained."""
+SCORER_IDENTITY_FILES = (
+    "config.json",
+    "metrics.json",
+    "moralsim-model.json",
+    "scorer_card.json",
+    "factored.json",
+)
+"""Small files that change whenever a scorer folder is rebuilt or retrained (factored.json
+also says how a factored or stated scorer reads the pairs a pack does not state)."""
 
 
 def slug(text: str) -> str:

@@ -415,6 +415,14 @@ def train_scorer(
             "times the RoT's direction on it (needs the pack's agreement_directions)."
         ),
     ] = False,
+    stated: Annotated[
+        str | None,
+        typer.Option(
+            help="Train a stated scorer instead: the factored recipe's stance half times the "
+            "pack's stated RoT directions, with this trained classifier (a folder, or "
+            "agreement-minilm) reading every pair the pack does not state."
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,
     device: Annotated[str, typer.Option(help="Where it trains: " + DEVICE_HELP)] = "auto",
     dtype: Annotated[
@@ -444,14 +452,16 @@ def train_scorer(
         raise _fail("--dtype float16: scorer training runs in float32 or bfloat16")
     if mic and independent:
         raise _fail("--independent leaves out a pack's reference answers; MIC data has none")
-    if factored:
-        if mic or social_chem or independent or class_balance:
+    if factored or stated:
+        flag = "--factored" if factored else "--stated"
+        if mic or social_chem or independent or class_balance or (factored and stated):
             raise _fail(
-                "--factored trains on a pack with stated RoT directions; it takes no --mic, "
-                "--social-chem, --independent or --class-balance"
+                f"{flag} trains on a pack with stated RoT directions; it takes no --mic, "
+                "--social-chem, --independent, --class-balance or the other of --factored "
+                "and --stated"
             )
         _train_factored(
-            output, pack, placement, seed, base_model=base_model, epochs=epochs,
+            output, pack, placement, seed, stated, base_model=base_model, epochs=epochs,
             learning_rate=learning_rate, batch_size=batch_size, max_length=max_length,
             frozen_layers=frozen_layers,
         )  # fmt: skip
@@ -499,34 +509,53 @@ def train_scorer(
         _print_card(output, write_pack_card(output, data, str(output)))
 
 
-def _train_factored(output: Path, pack: str, placement: Any, seed: int, **options: Any) -> None:
-    """`train scorer --factored`: stance and direction classifiers, then the pack's card."""
-    from agents.models import ModelError
+def _train_factored(
+    output: Path, pack: str, placement: Any, seed: int, stated: str | None, **options: Any
+) -> None:
+    """`train scorer --factored`: stance and direction classifiers, then the pack's card;
+    `--stated CLASSIFIER`: the stance classifier beside a copy of CLASSIFIER, and a card
+    measured with and without the pack's stated directions."""
+    from agents.models import ModelError, resolve_model
     from scenarios.loaders import ScenarioLoadError
     from scenarios.pack import load_pack
     from scenarios.registry import RegistryError
-    from training.factored_scorer import factored_recipe, train_factored_scorer
+    from training.factored_scorer import (
+        factored_recipe,
+        train_factored_scorer,
+        train_stated_scorer,
+    )
     from training.scorer import write_pack_card
 
     try:
         data = load_pack(pack).pack
         recipe = factored_recipe(seed, **options)
-    except (ScenarioLoadError, RegistryError, TypeError) as exc:
+        if stated and not data.direction_map():
+            raise ValueError(f"--stated: pack '{pack}' states no RoT directions")
+        agreement = resolve_model(stated).path if stated else None
+    except (ScenarioLoadError, RegistryError, TypeError, ValueError, ModelError) as exc:
         raise _fail(str(exc)) from None
 
     def say(message: str) -> None:
         console.print(message, highlight=False)
 
     try:
-        result = train_factored_scorer(data, output, recipe, progress=say, placement=placement)
+        if agreement is not None:
+            result = train_stated_scorer(
+                data, output, agreement, recipe, agreement_name=stated, progress=say,
+                placement=placement,
+            )  # fmt: skip
+        else:
+            result = train_factored_scorer(data, output, recipe, progress=say, placement=placement)
     except (ValueError, ModelError) as exc:
         raise _fail(str(exc)) from None
     console.print(
-        f"saved {output} (stance {result.seconds['stance']:.0f} s, "
-        f"direction {result.seconds['direction']:.0f} s)",
+        f"saved {output} ("
+        + ", ".join(f"{name} {sec:.0f} s" for name, sec in result.seconds.items())
+        + ")",
         highlight=False,
     )
-    _print_card(output, write_pack_card(output, data, str(output)))
+    directions = data.direction_map() if agreement is not None else None
+    _print_card(output, write_pack_card(output, data, str(output), directions=directions))
 
 
 def _print_card(output: Path, card: dict[str, Any]) -> None:

@@ -238,6 +238,62 @@ def test_factored_folder_loads_as_a_scorer_and_reads_stated_directions(
     assert scorer.describe()["stated_directions"] == 2
 
 
+class FixedRows:
+    """A stand-in classifier: fixed probability rows keyed by (question, answer, rot)."""
+
+    def __init__(self, rows: dict[tuple[str, str, str], list[float]]) -> None:
+        self.rows = rows
+        self.read: list[tuple[str, str, str]] = []
+
+    def probabilities(self, items: list[AgreementItem]) -> np.ndarray:
+        self.read += [(i.question, i.answer, i.rot) for i in items]
+        return np.array([self.rows[(i.question, i.answer, i.rot)] for i in items])
+
+
+def make_stated_folder(tmp_path: Path, tiny_classifier: Path) -> Path:
+    folder = tmp_path / "stated"
+    shutil.copytree(tiny_classifier, folder / "stance")
+    shutil.copytree(tiny_classifier, folder / "agreement")
+    (folder / "factored.json").write_text(json.dumps({"unstated": "agreement"}))
+    return folder
+
+
+def test_a_stated_scorer_reads_stated_pairs_by_stance_and_the_rest_whole(
+    tmp_path: Path, tiny_classifier: Path
+) -> None:
+    """By hand: stance("Q", "A") = (.7, .2, .1) with the stated direction "against" gives
+    agree .1, disagree .7, neutral .2; an unstated pair and a narrated action (no question)
+    take the single classifier's row as it is, and the stance half never reads them."""
+    from agents.models import ModelError
+    from evaluators.factored import FactoredScorer
+    from evaluators.scorers import open_agreement_scorer
+
+    folder = make_stated_folder(tmp_path, tiny_classifier)
+    scorer = open_agreement_scorer(str(folder))
+    assert isinstance(scorer, FactoredScorer) and scorer.direction is None
+    assert scorer.describe()["unstated"] == "agreement"
+    stance = FixedRows({("Q", "A", ""): [0.7, 0.2, 0.1]})
+    whole = FixedRows(
+        {("Q", "A", "other"): [0.5, 0.3, 0.2], ("", "He lied.", "R"): [0.1, 0.1, 0.8]}
+    )
+    scorer.stance, scorer.agreement = stance, whole  # type: ignore[assignment]
+    scorer.use_directions({("Q", "R"): "against"})
+    items = [AgreementItem("Q", "A", "R"), AgreementItem("Q", "A", "other"),
+             AgreementItem("", "He lied.", "R")]  # fmt: skip
+    assert scorer.probabilities(items) == pytest.approx(
+        np.array([[0.1, 0.2, 0.7], [0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])
+    )
+    assert stance.read == [("Q", "A", "")]
+    assert whole.read == [("Q", "A", "other"), ("", "He lied.", "R")]
+
+    (folder / "factored.json").write_text(json.dumps({"unstated": "rules"}))
+    with pytest.raises(ModelError, match="field 'unstated' must be one of direction, agreement"):
+        FactoredScorer(str(folder))
+    (folder / "factored.json").write_text("{not json")
+    with pytest.raises(ModelError, match=r"factored\.json: not readable as JSON"):
+        FactoredScorer(str(folder))
+
+
 def test_training_a_factored_scorer_on_a_tiny_pack(tmp_path: Path, tiny_encoder: Path) -> None:
     from evaluators.scorers import open_agreement_scorer
     from scenarios.types import RotDirection, ScenarioPack
@@ -269,6 +325,49 @@ def test_training_a_factored_scorer_on_a_tiny_pack(tmp_path: Path, tiny_encoder:
         train_factored_scorer(replace(pack, rot_directions=[]), tmp_path / "g", recipe)
 
 
+def test_training_a_stated_scorer_on_a_tiny_pack(
+    tmp_path: Path, tiny_encoder: Path, tiny_classifier: Path
+) -> None:
+    """Only the stance half is trained; the given classifier is copied in as agreement/ and
+    the card is measured with and without the pack's stated directions."""
+    from evaluators.scorers import open_agreement_scorer
+    from scenarios.types import RotDirection, ScenarioPack
+    from training.factored_scorer import factored_recipe, train_stated_scorer
+    from training.scorer import write_pack_card
+
+    def labelled(i: int, q: str, a: str, label: str, split: str) -> AgreementExample:
+        return AgreementExample(f"x{i}", q, a, "it is wrong to lie .", label, split, "hard:x")  # type: ignore[arg-type]
+
+    rows = [
+        labelled(1, "can i lie ?", "no", "agree", "train"),
+        labelled(2, "can i lie ?", "yes", "disagree", "train"),
+        labelled(3, "may i lie ?", "", "neutral", "train"),
+        labelled(5, "should i lie ?", "no", "agree", "dev"),
+        labelled(6, "should i lie ?", "yes", "disagree", "test"),
+        labelled(7, "should i lie ?", "no", "agree", "test"),
+    ]
+    directions = [
+        RotDirection(q, "it is wrong to lie .", "against")
+        for q in ("can i lie ?", "may i lie ?", "should i lie ?")
+    ]
+    pack = ScenarioPack("tiny", None, agreement_examples=rows, rot_directions=directions)
+    recipe = factored_recipe(0, base_model=str(tiny_encoder), batch_size=2, frozen_layers=0)
+    out = tmp_path / "s"
+    result = train_stated_scorer(
+        pack, out, tiny_classifier, recipe, agreement_name="tiny", show_bar=False
+    )
+    assert set(result.examples) == {"stance"} and not (out / "direction").exists()
+    assert (out / "agreement" / "config.json").is_file()
+    info = json.loads((out / "factored.json").read_text())
+    assert info["unstated"] == "agreement" and info["agreement_model"] == "tiny"
+    scorer = open_agreement_scorer(str(out))
+    assert scorer.score([AgreementItem("", "he lied .", "it is wrong to lie .")]).shape == (1,)
+    card = write_pack_card(out, pack, "tiny-stated", directions=pack.direction_map())
+    assert {"pack-test", "pack-test+stated"} <= set(card["figures"])
+    with pytest.raises(ValueError, match="not a trained agreement classifier folder"):
+        train_stated_scorer(pack, tmp_path / "t", tiny_encoder, recipe)
+
+
 def test_train_scorer_factored_on_the_core_pack_writes_both_halves_and_a_card(
     tiny_encoder: Path, tmp_path: Path
 ) -> None:
@@ -295,6 +394,37 @@ def test_train_scorer_factored_on_the_core_pack_writes_both_halves_and_a_card(
     assert not (tmp_path / "x").exists()
 
 
+def test_train_scorer_stated_copies_the_classifier_and_refuses_bad_input(
+    tiny_encoder: Path, tiny_classifier: Path, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from moralsim.cli import app
+
+    out = tmp_path / "stated"
+    result = CliRunner().invoke(
+        app,
+        ["train", "scorer", "--stated", str(tiny_classifier), "--output", str(out),
+         "--base-model", str(tiny_encoder), "--frozen-layers", "1", "--device", "cpu"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    info = json.loads((out / "factored.json").read_text())
+    assert info["unstated"] == "agreement" and set(info["examples"]) == {"stance"}
+    card = json.loads((out / "scorer_card.json").read_text())
+    assert {"pack-test", "pack-test+stated", "signs-test+stated"} <= set(card["figures"])
+    for args, message in (
+        (["--stated", str(tmp_path / "nowhere")], "nowhere"),
+        (["--stated", str(tiny_encoder)], "not a trained agreement classifier folder"),
+        (["--stated", str(tiny_classifier), "--factored"], "--stated"),
+    ):
+        refused = CliRunner().invoke(
+            app, ["train", "scorer", *args, "--output", str(tmp_path / "x"), "--device", "cpu"]
+        )
+        assert refused.exit_code != 0 and message in refused.output
+        assert "Traceback" not in refused.output
+    assert not (tmp_path / "x" / "factored.json").exists()
+
+
 def test_the_embedded_factored_scorer_is_registered_with_its_recipe_fingerprint() -> None:
     from agents.models import _factored_fingerprint, _locate_core_pack, resolve_model
     from training.factored_scorer import DEFAULT_FACTORED_RECIPE
@@ -307,6 +437,18 @@ def test_the_embedded_factored_scorer_is_registered_with_its_recipe_fingerprint(
     assert recipe["stance"]["epochs"] == DEFAULT_FACTORED_RECIPE.stance.epochs == 2
     # a build whose examples were derived the old way is stale
     assert recipe["factored_derivation"] == DERIVATION_VERSION
+
+
+def test_the_embedded_stated_scorer_is_optional_and_fingerprints_both_parts() -> None:
+    from agents.models import _locate_core_pack, _stated_fingerprint, embedded_models
+
+    model = embedded_models()["agreement-stated"]
+    assert model.optional and model.kind == "factored-scorer"
+    recipe = _stated_fingerprint(_locate_core_pack())["recipe"]
+    assert recipe["stance"]["epochs"] == 2 and "direction" not in recipe
+    assert recipe["agreement"] == embedded_models()["agreement-minilm"].fingerprint(
+        _locate_core_pack()
+    )  # a rebuilt default makes this build stale too
 
 
 def test_a_run_takes_the_factored_scorer_and_hands_it_the_packs_directions(
@@ -366,6 +508,7 @@ def test_a_plain_models_prepare_leaves_the_optional_factored_build_out(
     monkeypatch.setattr(agents.models, "prepare_model", fake_prepare)
     assert CliRunner().invoke(app, ["models", "prepare"]).exit_code == 0
     assert "agreement-minilm" in asked and "agreement-factored" not in asked
+    assert "agreement-stated" not in asked
     asked.clear()
     assert CliRunner().invoke(app, ["models", "prepare", "agreement-factored"]).exit_code == 0
     assert asked == ["agreement-factored"]

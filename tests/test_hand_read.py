@@ -17,17 +17,20 @@ def test_a_judge_matches_a_reader_by_sign_or_by_its_top_class() -> None:
     assert not judge_matches("neutral", 0.0, None)  # no probabilities: not a neutral reading
 
 
+TEXTS = {"question": "Can I?", "answer": "Yes.", "rot": "You shouldn't."}
+
+
 def test_two_judges_are_scored_side_by_side(
     tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from training import hand_read
 
     key = {
-        "h1": {"run": "moral", "as": 0.5, "p": [0.7, 0.1, 0.2],
+        "h1": {"run": "moral", "as": 0.5, "p": [0.7, 0.1, 0.2], **TEXTS,
                "also": {"other": {"as": -0.5, "p": [0.2, 0.1, 0.7]}}},
-        "h2": {"run": "moral", "as": 0.4, "p": [0.6, 0.2, 0.2],
+        "h2": {"run": "moral", "as": 0.4, "p": [0.6, 0.2, 0.2], **TEXTS,
                "also": {"other": {"as": 0.4, "p": [0.6, 0.2, 0.2]}}},
-        "h3": {"run": "base", "as": 0.0, "p": [0.1, 0.8, 0.1],
+        "h3": {"run": "base", "as": 0.0, "p": [0.1, 0.8, 0.1], **TEXTS,
                "also": {"other": {"as": 0.3, "p": [0.5, 0.3, 0.2]}}},
     }  # fmt: skip
     labels = {"h1": "disagree", "h2": "agree", "h3": "neutral"}
@@ -57,6 +60,10 @@ def test_two_judges_are_scored_side_by_side(
     assert set(printed) == {"run judge", "other", "third"}
     assert printed["third"]["moral"]["sign_match_on_stanced"] == 0.5  # h1 right, h2 wrong
     assert read_again[0][0] == 3 and read_again[0][1] > 1000  # the core pack's directions
+    del key["h2"]["question"]
+    key_file.write_text(json.dumps(key))
+    with pytest.raises(SystemExit, match="item h2 has no field 'question'"):
+        main(["score", "--key", str(key_file), "--labels", str(label_file), "--also", "x"])
     label_file.write_text(json.dumps({"item": "h1", "label": "agree"}) + "\n")
     with pytest.raises(SystemExit, match="no label for 2 items"):
         main(["score", "--key", str(key_file), "--labels", str(label_file)])

@@ -9,6 +9,7 @@ the RoT left out, direction on (act, RoT). The folder holds `stance/`, `directio
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -89,8 +90,10 @@ def train_factored_scorer(
     progress: Progress | None = None,
     show_bar: bool = True,
     placement: Placement = CPU,
+    halves: tuple[str, ...] = ("stance", "direction"),
 ) -> FactoredTrainingResult:
-    """Train stance and direction on a pack with stated RoT directions; write the folder.
+    """Train stance and direction (or only the `halves` named) on a pack with stated RoT
+    directions; write the folder.
 
     Raises ValueError when the pack states no directions (the stance labels come from them)
     or a half has no train/dev examples.
@@ -109,19 +112,11 @@ def train_factored_scorer(
     seconds: dict[str, float] = {}
     counts: dict[str, dict[str, int]] = {}
     for name, (train, dev) in factored_splits(pack, recipe, labelled).items():
-        if not train or not dev:
-            raise ValueError(f"the {name} classifier has {len(train)} train, {len(dev)} dev")
-        leaked = leaks(train, dev)
-        if leaked:
-            raise ValueError(f"{name}: dev inputs also in training: {', '.join(leaked[:5])}")
-        say(f"{name}: {len(train)} train, {len(dev)} dev examples")
-        start = time.perf_counter()
-        train_agreement_classifier(
-            train, dev, None, out / name, recipe.half(name), progress=say, show_bar=show_bar,
-            placement=placement,
-        )  # fmt: skip
-        seconds[name] = round(time.perf_counter() - start, 1)
-        counts[name] = {"train": len(train), "dev": len(dev)}
+        if name in halves:
+            seconds[name] = _train_half(
+                name, train, dev, out, recipe.half(name), say, show_bar, placement
+            )
+            counts[name] = {"train": len(train), "dev": len(dev)}
     info = {
         "task": "answer-RoT agreement = stance(question, answer) x direction(act, RoT)",
         "recipe": {
@@ -137,6 +132,73 @@ def train_factored_scorer(
     }
     (out / FACTORED_MARKER).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return FactoredTrainingResult(out, seconds, counts, info)
+
+
+def _train_half(
+    name: str,
+    train: list[AgreementExample],
+    dev: list[AgreementExample],
+    out: Path,
+    config: ScorerTrainingConfig,
+    say: Progress,
+    show_bar: bool,
+    placement: Placement,
+) -> float:
+    """Train one half into out/name after the leak check; its seconds."""
+    if not train or not dev:
+        raise ValueError(f"the {name} classifier has {len(train)} train, {len(dev)} dev")
+    leaked = leaks(train, dev)
+    if leaked:
+        raise ValueError(f"{name}: dev inputs also in training: {', '.join(leaked[:5])}")
+    say(f"{name}: {len(train)} train, {len(dev)} dev examples")
+    start = time.perf_counter()
+    train_agreement_classifier(
+        train, dev, None, out / name, config, progress=say, show_bar=show_bar, placement=placement
+    )
+    return round(time.perf_counter() - start, 1)
+
+
+def train_stated_scorer(
+    pack: ScenarioPack,
+    output_dir: str | Path,
+    agreement_dir: str | Path,
+    recipe: FactoredRecipe = DEFAULT_FACTORED_RECIPE,
+    *,
+    agreement_name: str | None = None,
+    progress: Progress | None = None,
+    show_bar: bool = True,
+    placement: Placement = CPU,
+) -> FactoredTrainingResult:
+    """A stated scorer (evaluators.factored): the recipe's stance half, trained here, and a
+    copy of a trained single classifier (`agreement_dir`) as `agreement/`, which reads every
+    pair the pack does not state. Raises ValueError as train_factored_scorer does, or when
+    `agreement_dir` is not a sequence-classifier folder."""
+    from agents.models import ModelError, detect_kind
+    from evaluators.factored import FACTORED_MARKER
+
+    source = Path(agreement_dir)
+    try:
+        kind = detect_kind(source)
+    except ModelError as exc:
+        raise ValueError(str(exc)) from None
+    if kind != "sequence-classifier":
+        raise ValueError(f"{source} is a {kind}, not a trained agreement classifier folder")
+    result = train_factored_scorer(
+        pack, output_dir, recipe, progress=progress, show_bar=show_bar, placement=placement,
+        halves=("stance",),
+    )  # fmt: skip
+    out = result.output_dir
+    shutil.copytree(source, out / "agreement", dirs_exist_ok=True)
+    info = dict(result.info)
+    info["task"] = (
+        "answer-RoT agreement = stance(question, answer) x the pack's stated direction; "
+        "pairs without a stated direction read whole by agreement/"
+    )
+    info["unstated"] = "agreement"
+    info["agreement_model"] = agreement_name or str(source)
+    info["recipe"] = {"stance": info["recipe"]["stance"], "sources": info["recipe"]["sources"]}
+    (out / FACTORED_MARKER).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    return FactoredTrainingResult(out, result.seconds, result.examples, info)
 
 
 def factored_recipe(seed: int = 0, **overrides: Any) -> FactoredRecipe:
@@ -163,3 +225,25 @@ def build_embedded_factored_scorer(pack_dir: Path, out_dir: Path) -> None:
     card = write_pack_card(out_dir, pack, "agreement-factored")
     figure = card["figures"]["signs-test"]
     print(f"agreement-factored: sign test sign accuracy {figure['sign_accuracy']:.3f}", flush=True)
+
+
+def build_embedded_stated_scorer(pack_dir: Path, out_dir: Path) -> None:
+    """Builder of the embedded `agreement-stated`: the factored recipe's stance half on a
+    pack, next to a copy of the embedded default `agreement-minilm` (built first if it is not
+    yet), then its card, measured without and with the pack's stated directions."""
+    from agents.models import prepare_model
+    from scenarios.pack import load_pack
+    from training.scorer import write_pack_card
+
+    pack = load_pack(pack_dir).pack
+    agreement = prepare_model("agreement-minilm").path
+    train_stated_scorer(
+        pack, out_dir, agreement, agreement_name="agreement-minilm",
+        progress=lambda message: print(message, flush=True),
+    )  # fmt: skip
+    card = write_pack_card(out_dir, pack, "agreement-stated", directions=pack.direction_map())
+    figure = card["figures"].get("bot-test+stated", {}).get("macro_f1")
+    if figure is not None:
+        print(
+            f"agreement-stated: bot-test macro-F1 with stated directions {figure:.3f}", flush=True
+        )

@@ -124,6 +124,14 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     key = json.loads(args.key.read_text(encoding="utf-8"))
+    for item, row in key.items():  # a key of another sheet's format: one line, no traceback
+        needed = KEY_FIELDS + (READ_AGAIN_FIELDS if args.also else ())
+        absent = [f for f in needed if f not in row]
+        if absent:
+            raise SystemExit(
+                f"{args.key}: item {item} has no field '{absent[0]}' (score reads keys written "
+                "by `python -m training.hand_read sample`)"
+            )
     labels = {}
     for line in args.labels.read_text(encoding="utf-8").splitlines():
         if line.strip():
@@ -137,6 +145,12 @@ def main(argv: list[str] | None = None) -> None:
     for spec in sorted({s for row in key.values() for s in row.get("also", {})}):
         out[spec] = agreement_with_reader(key, labels, lambda row, s=spec: row["also"][s])
     print(json.dumps(out, indent=1))
+
+
+KEY_FIELDS = ("run", "as", "p")
+"""What `score` reads from each key row (`sample` writes them)..."""
+READ_AGAIN_FIELDS = ("question", "answer", "rot")
+"""... and what `score --also` reads as well."""
 
 
 def add_readings(rows: list[dict[str, Any]], specs: list[str], pack: str) -> None:

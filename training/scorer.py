@@ -707,11 +707,14 @@ def write_pack_card(
     name: str,
     reference: bool = False,
     data_sha256: str | None = None,
+    directions: dict[tuple[str, str], str] | None = None,
 ) -> dict[str, Any]:
     """Measure a freshly trained scorer on the pack's labelled sets and write its card.
 
     `reference` adds the developers' Moral Stories figures when the build reproduces the
-    default recipe's reference build (only the embedded default can).
+    default recipe's reference build (only the embedded default can). `directions` (a
+    factored scorer only) measures the pack's sets a second time with the pack's stated
+    directions, as a run of the pack reads them, under the names SET+stated.
     """
     from evaluators.scorer_eval import (
         evaluate_scorer,
@@ -722,7 +725,12 @@ def write_pack_card(
     )
     from evaluators.scorers import open_agreement_scorer
 
-    figures = evaluate_scorer(open_agreement_scorer(str(out_dir)), pack_sets(pack))
+    scorer = open_agreement_scorer(str(out_dir))
+    sets = pack_sets(pack)
+    figures = evaluate_scorer(scorer, sets)
+    if directions:
+        scorer.use_directions(directions)
+        figures.update(evaluate_scorer(scorer, [replace(s, name=f"{s.name}+stated") for s in sets]))
     from evaluators.factored import FACTORED_MARKER
 
     record = "metrics.json" if (Path(out_dir) / "metrics.json").is_file() else FACTORED_MARKER
