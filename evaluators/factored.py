@@ -22,9 +22,10 @@ classifier's: the scorer then reads only the answer's stance. A factored scorer 
 
 A **stated** scorer (`"unstated": "agreement"` in factored.json, e.g. the embedded
 `agreement-stated`) has `agreement/`, a whole single cross-encoder, in place of `direction/`:
-a pair whose direction the pack states is read as stance x stated direction, and every other
-pair (S_MA's safety RoTs, S_ME's reasons, narrated actions, packs that state nothing) is read
-whole by that classifier, as if it were the only scorer.
+a pair whose direction the pack states is read as stance x stated direction (a pair stated
+unrelated is neutral), and every other pair (an open one, S_MA's safety RoTs, S_ME's reasons,
+narrated actions, every pair of a pack that states nothing) is read whole by that classifier,
+as if it were the only scorer.
 """
 
 from __future__ import annotations

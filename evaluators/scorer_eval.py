@@ -251,8 +251,17 @@ def scorer_kind(spec: str) -> str:
         return "llm-judge (endpoint)"
     if _registered(spec):
         return "registered scorer (plugin)"
-    kind = resolve_model(spec, prepare=False).kind
+    resolved = resolve_model(spec, prepare=False)
+    kind = resolved.kind
     if kind == "factored-scorer":
+        from evaluators.factored import unstated_reader
+
+        try:
+            stated = unstated_reader(resolved.path) == "agreement"
+        except ValueError:  # an embedded build not prepared yet: its name says
+            stated = spec == "agreement-stated"
+        if stated:
+            return "stated (stance x stated direction; a single classifier elsewhere)"
         return "factored (stance x direction)"
     return "cross-encoder" if kind == "sequence-classifier" else f"llm-judge ({kind})"
 

@@ -1,7 +1,8 @@
 """One place that turns an `evaluators.agreement_model` spec into an agreement scorer.
 
-- a factored scorer folder or embedded name (`agreement-factored`): stance x direction
-  (evaluators.factored);
+- a factored scorer folder or embedded name (`agreement-factored`): stance x direction, or
+  a stated one (`agreement-stated`): stance x the pack's stated direction, a single
+  classifier for the rest (evaluators.factored);
 - a sequence-classifier folder or embedded name (`agreement-minilm`): the cross-encoder;
 - a causal-LM folder or embedded name (`smollm2-135m-instruct`): an LLM judge run locally;
 - `openai:MODEL@BASE_URL`: an LLM judge behind an OpenAI-compatible endpoint.

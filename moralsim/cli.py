@@ -529,9 +529,19 @@ def _train_factored(
     try:
         data = load_pack(pack).pack
         recipe = factored_recipe(seed, **options)
-        if stated and not data.direction_map():
-            raise ValueError(f"--stated: pack '{pack}' states no RoT directions")
-        agreement = resolve_model(stated).path if stated else None
+        agreement = None
+        if stated:
+            if not data.direction_map():
+                raise ValueError(
+                    f"--stated: pack '{pack}' states no RoT directions "
+                    "(pack.yaml: agreement_directions)"
+                )
+            kind = resolve_model(stated, prepare=False).kind  # refuse before any build
+            if kind != "sequence-classifier":
+                raise ValueError(
+                    f"--stated {stated}: a {kind}, not a trained agreement classifier folder"
+                )
+            agreement = resolve_model(stated).path
     except (ScenarioLoadError, RegistryError, TypeError, ValueError, ModelError) as exc:
         raise _fail(str(exc)) from None
 

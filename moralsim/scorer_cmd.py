@@ -32,8 +32,9 @@ def eval_scorer(
     model: Annotated[
         str,
         typer.Argument(
-            help="Scorer: an embedded name (agreement-minilm, the default; agreement-factored), "
-            "a factored scorer folder (train scorer --factored), a sequence-classifier folder, a "
+            help="Scorer: an embedded name (agreement-minilm, the default; agreement-stated; "
+            "agreement-factored), a factored or stated scorer folder (train scorer --factored / "
+            "--stated), a sequence-classifier folder, a "
             "causal-LM folder (used as an LLM judge), or openai:MODEL@BASE_URL."
         ),
     ],

@@ -274,17 +274,36 @@ def test_a_stated_scorer_reads_stated_pairs_by_stance_and_the_rest_whole(
     assert scorer.describe()["unstated"] == "agreement"
     stance = FixedRows({("Q", "A", ""): [0.7, 0.2, 0.1]})
     whole = FixedRows(
-        {("Q", "A", "other"): [0.5, 0.3, 0.2], ("", "He lied.", "R"): [0.1, 0.1, 0.8]}
+        {
+            ("Q", "A", "other"): [0.5, 0.3, 0.2],
+            ("", "He lied.", "R"): [0.1, 0.1, 0.8],
+            ("Open?", "A", "R"): [0.3, 0.3, 0.4],
+            ("", "A", "R"): [0.2, 0.6, 0.2],
+        }
     )
     scorer.stance, scorer.agreement = stance, whole  # type: ignore[assignment]
-    scorer.use_directions({("Q", "R"): "against"})
-    items = [AgreementItem("Q", "A", "R"), AgreementItem("Q", "A", "other"),
-             AgreementItem("", "He lied.", "R")]  # fmt: skip
-    assert scorer.probabilities(items) == pytest.approx(
-        np.array([[0.1, 0.2, 0.7], [0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])
+    scorer.use_directions(
+        {("Q", "R"): "against", ("Q", "R2"): "unrelated", ("Open?", "R"): "open", ("", "R"): "for"}
     )
-    assert stance.read == [("Q", "A", "")]
-    assert whole.read == [("Q", "A", "other"), ("", "He lied.", "R")]
+    items = [AgreementItem("Q", "A", "R"), AgreementItem("Q", "A", "other"),
+             AgreementItem("", "He lied.", "R"), AgreementItem("Q", "A", "R2"),
+             AgreementItem("Open?", "A", "R"), AgreementItem("", "A", "R")]  # fmt: skip
+    assert scorer.probabilities(items) == pytest.approx(
+        np.array(
+            [
+                [0.1, 0.2, 0.7],  # stated against: stance x direction
+                [0.5, 0.3, 0.2],  # not stated: whole
+                [0.1, 0.1, 0.8],  # no question: whole
+                [0.0, 1.0, 0.0],  # stated unrelated: neutral, as the factored scorer reads it
+                [0.3, 0.3, 0.4],  # stated open: no act to take a side on, whole
+                [0.2, 0.6, 0.2],  # a stated pair with no question: whole
+            ]
+        )
+    )
+    assert stance.read == [("Q", "A", ""), ("Q", "A", "")]  # the against and unrelated pairs
+    assert whole.read == [
+        ("Q", "A", "other"), ("", "He lied.", "R"), ("Open?", "A", "R"), ("", "A", "R")
+    ]  # fmt: skip
 
     (folder / "factored.json").write_text(json.dumps({"unstated": "rules"}))
     with pytest.raises(ModelError, match="field 'unstated' must be one of direction, agreement"):
@@ -415,6 +434,7 @@ def test_train_scorer_stated_copies_the_classifier_and_refuses_bad_input(
     for args, message in (
         (["--stated", str(tmp_path / "nowhere")], "nowhere"),
         (["--stated", str(tiny_encoder)], "not a trained agreement classifier folder"),
+        (["--stated", "smollm2-135m-instruct"], "a causal-lm, not a trained agreement"),
         (["--stated", str(tiny_classifier), "--factored"], "--stated"),
     ):
         refused = CliRunner().invoke(
@@ -422,7 +442,7 @@ def test_train_scorer_stated_copies_the_classifier_and_refuses_bad_input(
         )
         assert refused.exit_code != 0 and message in refused.output
         assert "Traceback" not in refused.output
-    assert not (tmp_path / "x" / "factored.json").exists()
+    assert not (tmp_path / "x").exists()  # every refusal comes before anything is written
 
 
 def test_the_embedded_factored_scorer_is_registered_with_its_recipe_fingerprint() -> None:

@@ -124,6 +124,8 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     key = json.loads(args.key.read_text(encoding="utf-8"))
+    if not isinstance(key, dict) or not all(isinstance(r, dict) for r in key.values()):
+        raise SystemExit(f"{args.key}: not a key written by `python -m training.hand_read sample`")
     for item, row in key.items():  # a key of another sheet's format: one line, no traceback
         needed = KEY_FIELDS + (READ_AGAIN_FIELDS if args.also else ())
         absent = [f for f in needed if f not in row]
