@@ -7,6 +7,7 @@ import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -313,27 +314,37 @@ def test_a_stated_scorer_reads_stated_pairs_by_stance_and_the_rest_whole(
         FactoredScorer(str(folder))
 
 
-def test_training_a_factored_scorer_on_a_tiny_pack(tmp_path: Path, tiny_encoder: Path) -> None:
-    from evaluators.scorers import open_agreement_scorer
+LIE_ROT = "it is wrong to lie ."
+
+
+def _lie_example(i: int, q: str, a: str, label: str, split: str, kind: str) -> AgreementExample:
+    return AgreementExample(f"x{i}", q, a, LIE_ROT, label, split, kind)  # type: ignore[arg-type]
+
+
+def _lie_pack(rows: list[AgreementExample]) -> Any:
+    """A tiny pack whose three lying questions all have the RoT stated against the act."""
     from scenarios.types import RotDirection, ScenarioPack
-    from training.factored_scorer import factored_recipe, train_factored_scorer
 
-    def labelled(i: int, q: str, a: str, label: str, split: str) -> AgreementExample:
-        return AgreementExample(f"x{i}", q, a, "it is wrong to lie .", label, split, "written:x")  # type: ignore[arg-type]
-
-    rows = [
-        labelled(1, "can i lie ?", "no", "agree", "train"),
-        labelled(2, "can i lie ?", "yes", "disagree", "train"),
-        labelled(3, "may i lie ?", "", "neutral", "train"),
-        labelled(4, "", "he lied .", "disagree", "train"),
-        labelled(5, "should i lie ?", "no", "agree", "dev"),
-        labelled(6, "", "she lied .", "disagree", "dev"),
-    ]
     directions = [
-        RotDirection(q, "it is wrong to lie .", "against")
+        RotDirection(q, LIE_ROT, "against")
         for q in ("can i lie ?", "may i lie ?", "should i lie ?")
     ]
-    pack = ScenarioPack("tiny", None, agreement_examples=rows, rot_directions=directions)
+    return ScenarioPack("tiny", None, agreement_examples=rows, rot_directions=directions)
+
+
+def test_training_a_factored_scorer_on_a_tiny_pack(tmp_path: Path, tiny_encoder: Path) -> None:
+    from evaluators.scorers import open_agreement_scorer
+    from training.factored_scorer import factored_recipe, train_factored_scorer
+
+    rows = [
+        _lie_example(1, "can i lie ?", "no", "agree", "train", "written:x"),
+        _lie_example(2, "can i lie ?", "yes", "disagree", "train", "written:x"),
+        _lie_example(3, "may i lie ?", "", "neutral", "train", "written:x"),
+        _lie_example(4, "", "he lied .", "disagree", "train", "written:x"),
+        _lie_example(5, "should i lie ?", "no", "agree", "dev", "written:x"),
+        _lie_example(6, "", "she lied .", "disagree", "dev", "written:x"),
+    ]
+    pack = _lie_pack(rows)
     recipe = factored_recipe(0, base_model=str(tiny_encoder), batch_size=2, frozen_layers=0)
     result = train_factored_scorer(pack, tmp_path / "f", recipe, show_bar=False)
     assert result.examples["stance"] == {"train": 3, "dev": 1}
@@ -350,26 +361,18 @@ def test_training_a_stated_scorer_on_a_tiny_pack(
     """Only the stance half is trained; the given classifier is copied in as agreement/ and
     the card is measured with and without the pack's stated directions."""
     from evaluators.scorers import open_agreement_scorer
-    from scenarios.types import RotDirection, ScenarioPack
     from training.factored_scorer import factored_recipe, train_stated_scorer
     from training.scorer import write_pack_card
 
-    def labelled(i: int, q: str, a: str, label: str, split: str) -> AgreementExample:
-        return AgreementExample(f"x{i}", q, a, "it is wrong to lie .", label, split, "hard:x")  # type: ignore[arg-type]
-
     rows = [
-        labelled(1, "can i lie ?", "no", "agree", "train"),
-        labelled(2, "can i lie ?", "yes", "disagree", "train"),
-        labelled(3, "may i lie ?", "", "neutral", "train"),
-        labelled(5, "should i lie ?", "no", "agree", "dev"),
-        labelled(6, "should i lie ?", "yes", "disagree", "test"),
-        labelled(7, "should i lie ?", "no", "agree", "test"),
+        _lie_example(1, "can i lie ?", "no", "agree", "train", "hard:x"),
+        _lie_example(2, "can i lie ?", "yes", "disagree", "train", "hard:x"),
+        _lie_example(3, "may i lie ?", "", "neutral", "train", "hard:x"),
+        _lie_example(5, "should i lie ?", "no", "agree", "dev", "hard:x"),
+        _lie_example(6, "should i lie ?", "yes", "disagree", "test", "hard:x"),
+        _lie_example(7, "should i lie ?", "no", "agree", "test", "hard:x"),
     ]
-    directions = [
-        RotDirection(q, "it is wrong to lie .", "against")
-        for q in ("can i lie ?", "may i lie ?", "should i lie ?")
-    ]
-    pack = ScenarioPack("tiny", None, agreement_examples=rows, rot_directions=directions)
+    pack = _lie_pack(rows)
     recipe = factored_recipe(0, base_model=str(tiny_encoder), batch_size=2, frozen_layers=0)
     out = tmp_path / "s"
     result = train_stated_scorer(
