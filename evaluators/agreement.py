@@ -2,7 +2,7 @@
 
 Every MoralDial metric is built on this one number, so the scorer is strict about what it
 loads: a local sequence-classification folder whose config names its three labels (read from
-`id2label`, never assumed by position), or the embedded default `agreement-minilm`.
+`id2label`, never assumed by position), or the embedded `agreement-minilm`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import numpy as np
 from evaluators.agreement_format import AGREEMENT_LABELS, format_qa
 
 DEFAULT_CLASSIFIER = "agreement-minilm"
-"""The embedded cross-encoder (trained on first use); runs name their scorer by spec
+"""The embedded cross-encoder (trained on first use; the default scorer `agreement-stated`
+reads every pair its pack does not state with it); runs name their scorer by spec
 (evaluators.scorers.DEFAULT_SCORER)."""
 
 

@@ -3,7 +3,8 @@
 - a factored scorer folder or embedded name (`agreement-factored`): stance x direction, or
   a stated one (`agreement-stated`): stance x the pack's stated direction, a single
   classifier for the rest (evaluators.factored);
-- a sequence-classifier folder or embedded name (`agreement-minilm`): the cross-encoder;
+- a sequence-classifier folder or embedded name (`agreement-minilm`): the cross-encoder
+  alone;
 - a causal-LM folder or embedded name (`smollm2-135m-instruct`): an LLM judge run locally;
 - `openai:MODEL@BASE_URL`: an LLM judge behind an OpenAI-compatible endpoint.
 
@@ -18,9 +19,13 @@ from typing import Any
 
 from evaluators.agreement import AgreementScorer
 
-DEFAULT_SCORER = "agreement-minilm"
-"""The scorer of runs, probes, `validate` and the stance judge unless a config names another
-(the factored `agreement-factored` is an option: its build takes ~45 minutes on 2 cores)."""
+DEFAULT_SCORER = "agreement-stated"
+"""The scorer of runs, probes, `validate` and the stance judge unless a config names another:
+the stated scorer, the one with which every known-answer check separates its bots on both
+core splits and whose sign matches careful readers of real bot answers about four times in
+five where the single classifier `agreement-minilm` matches them at chance (README, "The
+stated scorer"). With a pack that states no RoT directions it reads every pair with
+`agreement-minilm`. The factored `agreement-factored` is an option (~45 minutes to build)."""
 
 SCORER_KINDS: tuple[str, ...] = ("sequence-classifier", "factored-scorer", "causal-lm")
 """Model kinds that can score agreement: a cross-encoder, a factored scorer, an LLM judge."""

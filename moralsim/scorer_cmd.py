@@ -32,7 +32,7 @@ def eval_scorer(
     model: Annotated[
         str,
         typer.Argument(
-            help="Scorer: an embedded name (agreement-minilm, the default; agreement-stated; "
+            help="Scorer: an embedded name (agreement-stated, the default; agreement-minilm; "
             "agreement-factored), a factored or stated scorer folder (train scorer --factored / "
             "--stated), a sequence-classifier folder, a "
             "causal-LM folder (used as an LLM judge), or openai:MODEL@BASE_URL."

@@ -130,3 +130,34 @@ def test_sage_with_real_embeddings_orders_consistent_over_inconsistent() -> None
     assert scores["same"] == pytest.approx(1.0, abs=1e-6)
     assert scores["mixed"] < 0.5
     assert np.isfinite(list(scores.values())).all()
+
+
+def test_the_default_stated_scorer_reads_a_decisive_answer_by_its_side() -> None:
+    """The default agreement-stated reads the core pack's stated pairs as stance x direction:
+    a decisive "Yes" to a related question whose act the RoT condemns must read as
+    disagreement, the case the single classifier reads as agreement (README, "Validating the
+    instruments"). Its card carries agreement-minilm's Moral Stories figure, which it reads
+    whole (no question, no stated direction)."""
+    from evaluators.scorers import DEFAULT_SCORER, open_agreement_scorer
+
+    pack = load_pack("core").pack
+    scorer = open_agreement_scorer(DEFAULT_SCORER)
+    scorer.use_directions(pack.direction_map())
+    related = [q for q in pack.questions if q.split == "test" and q.related_disagree_answer]
+    follows = scorer.score(
+        [AgreementItem(q.related_question, q.related_answer, q.rot.text) for q in related]
+    )
+    breaks = scorer.score(
+        [AgreementItem(q.related_question, q.related_disagree_answer, q.rot.text) for q in related]
+    )
+    # Measured 2026-12-04 over the 48 test questions: the single classifier reads both sides
+    # above zero; the default reads the breaking answers below it on average.
+    assert follows.mean() > 0.3 > -0.3 > breaks.mean()
+    assert (follows > breaks).mean() > 0.8
+    card = json.loads((scorer.path / CARD_NAME).read_text())
+    assert {"pack-test+stated", "bot-test+stated"} <= set(card["figures"])
+    minilm = json.loads((scorer.path / "agreement" / CARD_NAME).read_text())
+    if "moral-stories" in minilm["figures"]:
+        carried = card["figures"]["moral-stories"]["pairwise_accuracy"]
+        assert carried == minilm["figures"]["moral-stories"]["pairwise_accuracy"]
+        assert card["key_figures"]["real_data_pairwise_accuracy"] == carried

@@ -462,11 +462,13 @@ def test_the_embedded_factored_scorer_is_registered_with_its_recipe_fingerprint(
     assert recipe["factored_derivation"] == DERIVATION_VERSION
 
 
-def test_the_embedded_stated_scorer_is_optional_and_fingerprints_both_parts() -> None:
+def test_the_embedded_stated_scorer_is_the_default_and_fingerprints_both_parts() -> None:
     from agents.models import _locate_core_pack, _stated_fingerprint, embedded_models
+    from evaluators.scorers import DEFAULT_SCORER
 
     model = embedded_models()["agreement-stated"]
-    assert model.optional and model.kind == "factored-scorer"
+    assert DEFAULT_SCORER == "agreement-stated"
+    assert not model.optional and model.kind == "factored-scorer"
     recipe = _stated_fingerprint(_locate_core_pack())["recipe"]
     assert recipe["stance"]["epochs"] == 2 and "direction" not in recipe
     assert recipe["agreement"] == embedded_models()["agreement-minilm"].fingerprint(
@@ -530,8 +532,29 @@ def test_a_plain_models_prepare_leaves_the_optional_factored_build_out(
 
     monkeypatch.setattr(agents.models, "prepare_model", fake_prepare)
     assert CliRunner().invoke(app, ["models", "prepare"]).exit_code == 0
+    # the default (agreement-stated) and the classifier it copies; never the 45-minute option
     assert "agreement-minilm" in asked and "agreement-factored" not in asked
-    assert "agreement-stated" not in asked
+    assert "agreement-stated" in asked
+    assert asked.index("agreement-minilm") < asked.index("agreement-stated")
     asked.clear()
     assert CliRunner().invoke(app, ["models", "prepare", "agreement-factored"]).exit_code == 0
     assert asked == ["agreement-factored"]
+
+
+def test_a_stated_card_carries_only_the_question_less_real_data_figures() -> None:
+    """Moral Stories pairs have no question, so the stated scorer reads them whole with its
+    agreement/ classifier: that classifier's figure there is the stated scorer's, and it is the
+    only one carried (an in-pack figure of the classifier is not the stated scorer's)."""
+    from training.factored_scorer import question_less_figures
+
+    agreement_card = {
+        "figures": {
+            "moral-stories": {"kind": "pairs", "pairwise_accuracy": 0.631},
+            "pack-test": {"kind": "labelled", "macro_f1": 0.832},
+        }
+    }
+    carried = question_less_figures(agreement_card)
+    assert set(carried) == {"moral-stories"}
+    assert carried["moral-stories"]["pairwise_accuracy"] == 0.631
+    assert carried["moral-stories"]["read_by"].startswith("agreement/")
+    assert question_less_figures({}) == {}

@@ -227,11 +227,31 @@ def build_embedded_factored_scorer(pack_dir: Path, out_dir: Path) -> None:
     print(f"agreement-factored: sign test sign accuracy {figure['sign_accuracy']:.3f}", flush=True)
 
 
+def question_less_figures(agreement_card: dict[str, Any]) -> dict[str, Any]:
+    """The real-data pair figures (Moral Stories) of a stated scorer's `agreement/` classifier.
+
+    Those pairs are a norm and a narrated action with no question, so a pack can state no
+    direction for them and the stated scorer reads every one whole with `agreement/`: its
+    figures there are that classifier's, number for number (evaluators.factored). Carrying
+    them over keeps the developers' reference figures of a reproducing agreement-minilm build
+    on the stated card, marked as read by `agreement/`."""
+    from evaluators.scorer_eval import REAL_DATA_SETS
+
+    figures = agreement_card.get("figures", {})
+    return {
+        name: {**figures[name], "read_by": "agreement/ (a pair with no question is read whole)"}
+        for name in REAL_DATA_SETS
+        if name in figures
+    }
+
+
 def build_embedded_stated_scorer(pack_dir: Path, out_dir: Path) -> None:
-    """Builder of the embedded `agreement-stated`: the factored recipe's stance half on a
-    pack, next to a copy of the embedded default `agreement-minilm` (built first if it is not
-    yet), then its card, measured without and with the pack's stated directions."""
+    """Builder of the embedded `agreement-stated`, the default scorer: the factored recipe's
+    stance half on a pack, next to a copy of the embedded `agreement-minilm` (built first if it
+    is not yet), then its card, measured without and with the pack's stated directions, with
+    agreement-minilm's real-data pair figures (question_less_figures)."""
     from agents.models import prepare_model
+    from evaluators.scorer_eval import CARD_NAME, key_figures, write_card
     from scenarios.pack import load_pack
     from training.scorer import write_pack_card
 
@@ -242,6 +262,11 @@ def build_embedded_stated_scorer(pack_dir: Path, out_dir: Path) -> None:
         progress=lambda message: print(message, flush=True),
     )  # fmt: skip
     card = write_pack_card(out_dir, pack, "agreement-stated", directions=pack.direction_map())
+    copied = out_dir / "agreement" / CARD_NAME
+    if copied.is_file():
+        card["figures"].update(question_less_figures(json.loads(copied.read_text("utf-8"))))
+        card["key_figures"] = key_figures(card["figures"])
+        write_card(out_dir, card)
     figure = card["figures"].get("bot-test+stated", {}).get("macro_f1")
     if figure is not None:
         print(
