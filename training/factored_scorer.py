@@ -245,13 +245,22 @@ def question_less_figures(agreement_card: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def copied_classifier_figures(folder: Path) -> dict[str, Any]:
+    """question_less_figures of the card in a stated folder's `agreement/`, if it has one."""
+    from evaluators.scorer_eval import CARD_NAME
+
+    copied = Path(folder) / "agreement" / CARD_NAME
+    if not copied.is_file():
+        return {}
+    return question_less_figures(json.loads(copied.read_text(encoding="utf-8")))
+
+
 def build_embedded_stated_scorer(pack_dir: Path, out_dir: Path) -> None:
     """Builder of the embedded `agreement-stated`, the default scorer: the factored recipe's
     stance half on a pack, next to a copy of the embedded `agreement-minilm` (built first if it
-    is not yet), then its card, measured without and with the pack's stated directions, with
-    agreement-minilm's real-data pair figures (question_less_figures)."""
+    is not yet), then its card, measured without and with the pack's stated directions (with
+    agreement-minilm's real-data pair figures: write_pack_card)."""
     from agents.models import prepare_model
-    from evaluators.scorer_eval import CARD_NAME, key_figures, write_card
     from scenarios.pack import load_pack
     from training.scorer import write_pack_card
 
@@ -262,11 +271,6 @@ def build_embedded_stated_scorer(pack_dir: Path, out_dir: Path) -> None:
         progress=lambda message: print(message, flush=True),
     )  # fmt: skip
     card = write_pack_card(out_dir, pack, "agreement-stated", directions=pack.direction_map())
-    copied = out_dir / "agreement" / CARD_NAME
-    if copied.is_file():
-        card["figures"].update(question_less_figures(json.loads(copied.read_text("utf-8"))))
-        card["key_figures"] = key_figures(card["figures"])
-        write_card(out_dir, card)
     figure = card["figures"].get("bot-test+stated", {}).get("macro_f1")
     if figure is not None:
         print(

@@ -714,7 +714,9 @@ def write_pack_card(
     `reference` adds the developers' Moral Stories figures when the build reproduces the
     default recipe's reference build (only the embedded default can). `directions` (a
     factored scorer only) measures the pack's sets a second time with the pack's stated
-    directions, as a run of the pack reads them, under the names SET+stated.
+    directions, as a run of the pack reads them, under the names SET+stated; a stated
+    folder's card then takes its `agreement/` classifier's real-data pair figures
+    (training.factored_scorer.question_less_figures).
     """
     from evaluators.scorer_eval import (
         evaluate_scorer,
@@ -740,6 +742,10 @@ def write_pack_card(
         card["figures"].update(
             reference_figures(figures["pack-dev"]["macro_f1"], data_sha256=data_sha256)
         )
+    if directions:  # a stated folder reads question-less real-data pairs with agreement/
+        from training.factored_scorer import copied_classifier_figures
+
+        card["figures"].update(copied_classifier_figures(Path(out_dir)))
     card["key_figures"] = key_figures(card["figures"])
     write_card(out_dir, card)
     return card
