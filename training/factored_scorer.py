@@ -246,11 +246,13 @@ def question_less_figures(agreement_card: dict[str, Any]) -> dict[str, Any]:
 
 
 def copied_classifier_figures(folder: Path) -> dict[str, Any]:
-    """question_less_figures of the card in a stated folder's `agreement/`, if it has one."""
+    """question_less_figures of the card in a stated folder's `agreement/`, if it has one and
+    reads those pairs alone (not with a probe)."""
+    from evaluators.factored import unstated_reader
     from evaluators.scorer_eval import CARD_NAME
 
     copied = Path(folder) / "agreement" / CARD_NAME
-    if not copied.is_file():
+    if not copied.is_file() or unstated_reader(Path(folder)) != "agreement":
         return {}
     return question_less_figures(json.loads(copied.read_text(encoding="utf-8")))
 

@@ -1,0 +1,213 @@
+"""The frozen-LM direction probe: its head by hand, its folder, fitting it on a tiny pack, and
+the probe scorer's rule (the mean of the whole classifier's reading and stance x the probe's
+direction, for every pair the pack does not state)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evaluators.agreement import AgreementItem
+from evaluators.lm_probe import (
+    HEAD_FILE,
+    PROBE_MARKER,
+    PROMPT_VERSION,
+    LinearHead,
+    ProbeDirection,
+    probe_prompt,
+    read_probe_info,
+)
+from scenarios.types import AgreementExample, RotDirection, ScenarioPack
+
+
+def test_the_head_standardises_then_takes_a_softmax_by_hand() -> None:
+    head = LinearHead(
+        mean=np.array([1.0, 0.0, 0.0]),
+        scale=np.array([0.5, 1.0, 1.0]),
+        coef=np.eye(3),
+        intercept=np.zeros(3),
+    )
+    # z = ((2 - 1) / .5, 0, 0) = (2, 0, 0): softmax = (e^2, 1, 1) / (e^2 + 2)
+    got = head.probabilities(np.array([[2.0, 0.0, 0.0], [1.0, 0.0, 0.0]]))
+    e2 = math.exp(2)
+    assert got[0] == pytest.approx([e2 / (e2 + 2), 1 / (e2 + 2), 1 / (e2 + 2)])
+    assert got[1] == pytest.approx([1 / 3, 1 / 3, 1 / 3])  # at the mean: all logits 0
+
+
+def test_the_fitted_head_matches_sklearn_in_the_agreement_label_order() -> None:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    from training.lm_probe import fit_head
+
+    rng = np.random.default_rng(0)
+    labels = ["neutral", "disagree", "agree"] * 30  # sklearn sorts them: agree, disagree, ...
+    centre = {"agree": [2.0, 0.0], "neutral": [0.0, 2.0], "disagree": [-2.0, -2.0]}
+    x = np.array([centre[label] for label in labels]) * [3.0, 1.0] + rng.normal(size=(90, 2))
+    head = fit_head(x, labels, c=0.5)
+    reference = LogisticRegression(C=0.5, max_iter=3000).fit(
+        StandardScaler().fit_transform(x), labels
+    )
+    expected = reference.predict_proba(StandardScaler().fit(x).transform(x))
+    order = [list(reference.classes_).index(k) for k in ("agree", "neutral", "disagree")]
+    assert head.probabilities(x) == pytest.approx(expected[:, order], abs=1e-6)
+    with pytest.raises(ValueError, match="no 'neutral' direction"):
+        fit_head(x[:2], ["agree", "disagree"], c=1.0)
+
+
+def write_probe(folder: Path, lm: Path, layers: list[int], width: int, seed: int = 0) -> Path:
+    """A probe folder with a random head over `lm`'s states."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True)
+    info = {"model": str(lm), "layers": layers, "prompt_version": PROMPT_VERSION}
+    (folder / PROBE_MARKER).write_text(json.dumps(info))
+    d = width * len(layers)
+    LinearHead(np.zeros(d), np.ones(d), rng.normal(size=(3, d)), rng.normal(size=3)).save(
+        folder / HEAD_FILE
+    )
+    return folder
+
+
+def test_a_probe_folder_reads_acts_and_refuses_a_mismatched_folder(
+    tmp_path: Path, tiny_causal_lm: Path
+) -> None:
+    probe = ProbeDirection(write_probe(tmp_path / "probe", tiny_causal_lm, [1, 2], 32))
+    items = [AgreementItem("", "you should not lie .", "it is wrong to lie ."),
+             AgreementItem("", "yes", "lie")]  # fmt: skip
+    got = probe.probabilities(items)
+    assert got.shape == (2, 3) and np.allclose(got.sum(axis=1), 1.0)
+    # one text's reading does not depend on the batch it is read in (left padding)
+    assert probe.probabilities(items[1:])[0] == pytest.approx(got[1], abs=1e-2)
+    assert "Act: yes" in probe_prompt("lie", "yes")
+
+    info = json.loads((tmp_path / "probe" / PROBE_MARKER).read_text())
+    (tmp_path / "probe" / PROBE_MARKER).write_text(json.dumps(info | {"layers": [1]}))
+    with pytest.raises(ValueError, match=r"head of shape \(3, 64\) does not fit"):
+        ProbeDirection(tmp_path / "probe")
+    (tmp_path / "probe" / PROBE_MARKER).write_text(json.dumps(info | {"prompt_version": 99}))
+    with pytest.raises(ValueError, match="field 'prompt_version' is 99"):
+        read_probe_info(tmp_path / "probe")
+    (tmp_path / "probe" / PROBE_MARKER).write_text(json.dumps({"layers": [1]}))
+    with pytest.raises(ValueError, match=r"probe\.json: field 'model' missing"):
+        read_probe_info(tmp_path / "probe")
+
+
+def _narrated(i: int, act: str, label: str, split: str = "train") -> AgreementExample:
+    return AgreementExample(f"n{i}", "", act, "it is wrong to lie .", label, split, "hard:x")  # type: ignore[arg-type]
+
+
+def test_fitting_a_probe_on_a_tiny_pack(
+    tmp_path: Path, tiny_causal_lm: Path, tiny_classifier: Path
+) -> None:
+    """Narrated actions keep their label as the RoT's direction on them: the three labels
+    are all there, so the head fits, and a stated folder given the probe loads as a probe
+    scorer."""
+    from evaluators.factored import FactoredScorer
+    from training.lm_probe import ProbeRecipe, add_probe, probe_examples, train_probe
+
+    rows = [
+        _narrated(1, "you lie .", "disagree"),
+        _narrated(2, "you should not lie .", "agree"),
+        _narrated(3, "the bot", "neutral"),
+        _narrated(4, "it is okay to lie .", "disagree"),
+        _narrated(5, "no", "agree", split="dev"),
+    ]
+    pack = ScenarioPack(
+        "tiny", None, agreement_examples=rows,
+        rot_directions=[RotDirection("can i lie ?", "it is wrong to lie .", "against")],
+    )  # fmt: skip
+    recipe = ProbeRecipe(model=str(tiny_causal_lm), layers=(1, 2), examples=3, c=1.0)
+    assert len(probe_examples(pack, recipe)) == 3  # a seeded sample of the 4 train examples
+    info = train_probe(pack, tmp_path / "probe", ProbeRecipe(str(tiny_causal_lm), (1, 2), 10))
+    assert info["examples"] == {"agree": 1, "neutral": 1, "disagree": 2}
+    assert ProbeDirection(tmp_path / "probe").head.coef.shape == (3, 64)
+    with pytest.raises(ValueError, match="states no RoT directions"):
+        probe_examples(ScenarioPack("bare", None, agreement_examples=rows), recipe)
+
+    stated = tmp_path / "stated"
+    for part in ("stance", "agreement"):
+        shutil.copytree(tiny_classifier, stated / part)
+    (stated / "factored.json").write_text(json.dumps({"unstated": "agreement", "seed": 0}))
+    add_probe(pack, stated, ProbeRecipe(str(tiny_causal_lm), (2,), 10))
+    info = json.loads((stated / "factored.json").read_text())
+    assert info["unstated"] == "agreement+probe" and info["seed"] == 0
+    assert info["probe"]["layers"] == [2]
+    assert FactoredScorer(str(stated)).probe is not None
+    with pytest.raises(ValueError, match="not a stated scorer folder"):
+        add_probe(pack, stated, recipe)  # it has a probe already
+
+
+class FixedRows:
+    """A stand-in reader: fixed probability rows keyed by (question, answer, rot)."""
+
+    def __init__(self, rows: dict[tuple[str, str, str], list[float]]) -> None:
+        self.rows = rows
+
+    def probabilities(self, items: list[AgreementItem]) -> np.ndarray:
+        return np.array([self.rows[(i.question, i.answer, i.rot)] for i in items])
+
+
+def test_the_probe_scorer_averages_its_two_readings_of_unstated_pairs(
+    tmp_path: Path, tiny_classifier: Path, tiny_causal_lm: Path
+) -> None:
+    """By hand, for the unstated ("Q", "A", "R2"): whole (.5, .3, .2); stance (.7, .2, .1) x
+    probe direction (.1, .1, .8) = agree .7*.1 + .1*.8 = .15, disagree .7*.8 + .1*.1 = .57;
+    neutral .28; the mean: (.325, .29, .385). A narrated action: the mean of the whole row
+    and the probe's direction row. A stated pair is read as before: stance x the stated
+    direction."""
+    from evaluators.factored import FactoredScorer
+    from evaluators.scorers import open_agreement_scorer
+    from training.factored_scorer import copied_classifier_figures
+
+    folder = tmp_path / "probed"
+    shutil.copytree(tiny_classifier, folder / "stance")
+    shutil.copytree(tiny_classifier, folder / "agreement")
+    write_probe(folder / "probe", tiny_causal_lm, [2], 32)
+    (folder / "factored.json").write_text(json.dumps({"unstated": "agreement+probe"}))
+    (folder / "agreement" / "scorer_card.json").write_text(
+        json.dumps({"figures": {"moral-stories": {"pairwise_accuracy": 0.6}}})
+    )
+    scorer = open_agreement_scorer(str(folder))
+    assert isinstance(scorer, FactoredScorer) and scorer.probe is not None
+    assert scorer.describe()["unstated"] == "agreement+probe"
+    real = scorer.probabilities([AgreementItem("is it okay ?", "yes", "lie")])
+    assert real.shape == (1, 3) and np.allclose(real.sum(), 1.0)
+
+    scorer.stance = FixedRows({("Q", "A", ""): [0.7, 0.2, 0.1]})  # type: ignore[assignment]
+    scorer.agreement = FixedRows(  # type: ignore[assignment]
+        {("Q", "A", "R2"): [0.5, 0.3, 0.2], ("", "He lied.", "R"): [0.2, 0.2, 0.6]}
+    )
+    scorer.probe = FixedRows(  # type: ignore[assignment]
+        {("", "Q", "R2"): [0.1, 0.1, 0.8], ("", "He lied.", "R"): [0.0, 0.2, 0.8]}
+    )
+    scorer.use_directions({("Q", "R"): "against"})
+    items = [AgreementItem("Q", "A", "R2"), AgreementItem("", "He lied.", "R"),
+             AgreementItem("Q", "A", "R")]  # fmt: skip
+    assert scorer.probabilities(items) == pytest.approx(
+        np.array([[0.325, 0.29, 0.385], [0.1, 0.2, 0.7], [0.1, 0.2, 0.7]])
+    )
+    # its agreement/ classifier's Moral Stories figure is not the probe scorer's
+    assert copied_classifier_figures(folder) == {}
+
+
+def test_the_embedded_probe_scorer_is_optional_and_fingerprints_the_probe_recipe() -> None:
+    from dataclasses import replace
+
+    from agents.models import embedded_models
+    from training import lm_probe
+
+    model = embedded_models()["agreement-probe"]
+    assert model.optional and model.kind == "factored-scorer"
+    source = model.locate()
+    before = model.fingerprint(source)
+    assert before["recipe"]["probe"]["examples"] == lm_probe.DEFAULT_PROBE_RECIPE.examples
+    assert before["recipe"]["stated"] == embedded_models()["agreement-stated"].fingerprint(source)
+    changed = replace(lm_probe.DEFAULT_PROBE_RECIPE, c=1.0)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lm_probe, "DEFAULT_PROBE_RECIPE", changed)
+        assert model.fingerprint(source) != before
