@@ -33,8 +33,8 @@ def eval_scorer(
         str,
         typer.Argument(
             help="Scorer: an embedded name (agreement-stated, the default; agreement-minilm; "
-            "agreement-factored), a factored or stated scorer folder (train scorer --factored / "
-            "--stated), a sequence-classifier folder, a "
+            "agreement-probe; agreement-factored), a factored or stated scorer folder (train "
+            "scorer --factored / --stated [--probe]), a sequence-classifier folder, a "
             "causal-LM folder (used as an LLM judge), or openai:MODEL@BASE_URL."
         ),
     ],
