@@ -195,15 +195,13 @@ class FactoredScorer:
             rest = [items[i] for i in unknown]
             out[unknown] = self.agreement.probabilities(rest)
             if self.probe is not None:
-                out[unknown] = (out[unknown] + self._probe_reading(rest, as_action, unknown)) / 2
+                flags = [as_action[i] for i in unknown]
+                out[unknown] = (out[unknown] + self._probe_reading(rest, flags)) / 2
         return out
 
-    def _probe_reading(
-        self, rest: list[AgreementItem], as_action: list[bool], unknown: list[int]
-    ) -> np.ndarray:
+    def _probe_reading(self, rest: list[AgreementItem], flags: list[bool]) -> np.ndarray:
         """Stance x the probe's direction of pairs the pack does not state; a pair with no
-        question (or an open one) is the probe's reading of the answer as an action."""
-        flags = [as_action[i] for i in unknown]
+        question (or an open one, `flags`) is the probe's reading of the answer as an action."""
         asked = np.array(
             [bool(item.question.strip()) and not a for item, a in zip(rest, flags, strict=True)]
         )
