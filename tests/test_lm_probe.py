@@ -101,6 +101,21 @@ def _narrated(i: int, act: str, label: str, split: str = "train") -> AgreementEx
     return AgreementExample(f"n{i}", "", act, "it is wrong to lie .", label, split, "hard:x")  # type: ignore[arg-type]
 
 
+def _tiny_probe_pack() -> ScenarioPack:
+    rows = [
+        _narrated(1, "you lie .", "disagree"),
+        _narrated(2, "you should not lie .", "agree"),
+        _narrated(3, "the bot", "neutral"),
+        _narrated(4, "it is okay to lie .", "disagree"),
+        _narrated(5, "no", "agree", split="dev"),
+        _narrated(6, "she lied .", "disagree", split="dev"),
+    ]
+    return ScenarioPack(
+        "tiny", None, agreement_examples=rows,
+        rot_directions=[RotDirection("can i lie ?", "it is wrong to lie .", "against")],
+    )  # fmt: skip
+
+
 def test_fitting_a_probe_on_a_tiny_pack(
     tmp_path: Path, tiny_causal_lm: Path, tiny_classifier: Path
 ) -> None:
@@ -110,24 +125,16 @@ def test_fitting_a_probe_on_a_tiny_pack(
     from evaluators.factored import FactoredScorer
     from training.lm_probe import ProbeRecipe, add_probe, probe_examples, train_probe
 
-    rows = [
-        _narrated(1, "you lie .", "disagree"),
-        _narrated(2, "you should not lie .", "agree"),
-        _narrated(3, "the bot", "neutral"),
-        _narrated(4, "it is okay to lie .", "disagree"),
-        _narrated(5, "no", "agree", split="dev"),
-    ]
-    pack = ScenarioPack(
-        "tiny", None, agreement_examples=rows,
-        rot_directions=[RotDirection("can i lie ?", "it is wrong to lie .", "against")],
-    )  # fmt: skip
+    pack = _tiny_probe_pack()
     recipe = ProbeRecipe(model=str(tiny_causal_lm), layers=(1, 2), examples=3, c=1.0)
     assert len(probe_examples(pack, recipe)) == 3  # a seeded sample of the 4 train examples
     info = train_probe(pack, tmp_path / "probe", ProbeRecipe(str(tiny_causal_lm), (1, 2)))
     assert info["examples"] == {"agree": 1, "neutral": 1, "disagree": 2}
     assert ProbeDirection(tmp_path / "probe").head.coef.shape == (3, 64)
     with pytest.raises(ValueError, match="states no RoT directions"):
-        probe_examples(ScenarioPack("bare", None, agreement_examples=rows), recipe)
+        probe_examples(
+            ScenarioPack("bare", None, agreement_examples=pack.agreement_examples), recipe
+        )
 
     stated = tmp_path / "stated"
     for part in ("stance", "agreement"):
@@ -231,21 +238,6 @@ def test_a_new_shipped_head_is_a_new_embedded_model(tmp_path: Path) -> None:
         assert model.fingerprint(source) == before
         (shipped / lm_probe.CHECK_FILE).write_text("[]")
         assert model.fingerprint(source) != before
-
-
-def _tiny_probe_pack() -> ScenarioPack:
-    rows = [
-        _narrated(1, "you lie .", "disagree"),
-        _narrated(2, "you should not lie .", "agree"),
-        _narrated(3, "the bot", "neutral"),
-        _narrated(4, "it is okay to lie .", "disagree"),
-        _narrated(5, "no", "agree", split="dev"),
-        _narrated(6, "she lied .", "disagree", split="dev"),
-    ]
-    return ScenarioPack(
-        "tiny", None, agreement_examples=rows,
-        rot_directions=[RotDirection("can i lie ?", "it is wrong to lie .", "against")],
-    )  # fmt: skip
 
 
 def _stated_folder(folder: Path, classifier: Path) -> Path:
