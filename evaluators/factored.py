@@ -32,7 +32,10 @@ A stated scorer with a **probe** (`"unstated": "agreement+probe"`, e.g. the embe
 readings: `agreement/` whole, and the answer's stance times the RoT's direction as a linear
 probe on a frozen LM reads it (`probe/`, evaluators.lm_probe), where a pair with no question
 is read by the probe's direction alone, as an action. The two read real text differently
-enough that their mean is better than either (README, "The probe scorer").
+enough that their mean is better than either (README, "The probe scorer"). A bot's own reason
+(S_ME's input, `AgreementItem.reason`) is read by `agreement/` alone: the probe was fitted to
+read rules, and on the pack's dev questions it reads their explanations' direction right only
+65% of the time (their RoTs' 85%), while `agreement/` was trained on reasons read as rules.
 """
 
 from __future__ import annotations
@@ -47,6 +50,10 @@ import numpy as np
 from evaluators.agreement import AgreementItem, AgreementScorer, agreement_score
 
 FACTORED_MARKER = "factored.json"
+PROBE_READING_VERSION = 2
+"""Raised whenever a probe scorer reads its pairs differently (2, 2026-12-04: a bot's own
+reason by `agreement/` alone), so the embedded one is rebuilt and its card re-measured."""
+
 UNSTATED_READERS = ("direction", "agreement", "agreement+probe")
 """What reads the pairs a pack does not state: the direction half (its reading times the
 answer's stance), a whole single classifier (`agreement/`), or the mean of that classifier's
@@ -192,11 +199,12 @@ class FactoredScorer:
             stance[answered] = self.stance.probabilities(stance_items([items[i] for i in answered]))
         out = combine(stance, direction, has_question)
         if self.agreement is not None and unknown:
-            rest = [items[i] for i in unknown]
-            out[unknown] = self.agreement.probabilities(rest)
-            if self.probe is not None:
-                flags = [as_action[i] for i in unknown]
-                out[unknown] = (out[unknown] + self._probe_reading(rest, flags)) / 2
+            out[unknown] = self.agreement.probabilities([items[i] for i in unknown])
+            probed = [i for i in unknown if not items[i].reason]
+            if self.probe is not None and probed:
+                flags = [as_action[i] for i in probed]
+                reading = self._probe_reading([items[i] for i in probed], flags)
+                out[probed] = (out[probed] + reading) / 2
         return out
 
     def _probe_reading(self, rest: list[AgreementItem], flags: list[bool]) -> np.ndarray:

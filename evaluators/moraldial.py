@@ -125,7 +125,9 @@ class MoralDialScorer:
                 a_i = last_step_index(turns, "answer", req.turn)
                 if a_i is not None:
                     rot_bot = strip_because(turn.text)
-                    items.append(AgreementItem(str(question), turns[a_i].text, rot_bot))
+                    items.append(
+                        AgreementItem(str(question), turns[a_i].text, rot_bot, reason=True)
+                    )
                     entries.append(("S_ME", len(items) - 1, {"rot_bot": rot_bot}))
             elif step == "revision" and rot_user:
                 items.append(AgreementItem(str(question), turn.text, rot_user))

@@ -30,6 +30,7 @@ import numpy as np
 
 from evaluators.agreement import AgreementItem
 from evaluators.agreement_validity import labelled_report, pair_report
+from scenarios.agreement_examples import OWN_EXPLANATION
 from scenarios.loaders._common import RecordInvalid, load_jsonl_records, text_field
 from scenarios.loaders.moral_stories import NormPair
 from scenarios.types import LABELS, AgreementExample, ScenarioPack
@@ -75,7 +76,10 @@ def example_source(example: AgreementExample) -> str | None:
 def labelled_set(name: str, examples: Sequence[AgreementExample]) -> LabelledSet:
     return LabelledSet(
         name,
-        [AgreementItem(e.question, e.answer, e.rot) for e in examples],
+        [
+            AgreementItem(e.question, e.answer, e.rot, reason=e.kind == OWN_EXPLANATION)
+            for e in examples
+        ],
         [e.label for e in examples],
         [e.kind.split(":", 1)[1] if ":" in e.kind else e.kind for e in examples],
     )
@@ -243,6 +247,15 @@ RUN_SCORER_FILE = "scorer.json"
 """What a run folder records about its agreement scorer (spec, kind, card at run time)."""
 
 
+FACTORED_KINDS = {
+    "direction": "factored (stance x direction)",
+    "agreement": "stated (stance x stated direction; a single classifier elsewhere)",
+    "agreement+probe": "stated with a probe (stance x stated direction; elsewhere the mean of "
+    "a single classifier and stance x a frozen-LM probe's direction)",
+}
+"""A factored scorer's kind, by what reads the pairs its pack does not state."""
+
+
 def scorer_kind(spec: str) -> str:
     """cross-encoder / llm-judge, from the spec alone (no model is loaded)."""
     from agents.models import resolve_model
@@ -256,13 +269,12 @@ def scorer_kind(spec: str) -> str:
     if kind == "factored-scorer":
         from evaluators.factored import unstated_reader
 
+        unprepared = {"agreement-stated": "agreement", "agreement-probe": "agreement+probe"}
         try:
-            stated = unstated_reader(resolved.path) == "agreement"
+            reader = unstated_reader(resolved.path)
         except ValueError:  # an embedded build not prepared yet: its name says
-            stated = spec == "agreement-stated"
-        if stated:
-            return "stated (stance x stated direction; a single classifier elsewhere)"
-        return "factored (stance x direction)"
+            reader = unprepared.get(spec, "direction")
+        return FACTORED_KINDS[reader]
     return "cross-encoder" if kind == "sequence-classifier" else f"llm-judge ({kind})"
 
 

@@ -2,7 +2,8 @@
 
 - a factored scorer folder or embedded name (`agreement-factored`): stance x direction, or
   a stated one (`agreement-stated`): stance x the pack's stated direction, a single
-  classifier for the rest (evaluators.factored);
+  classifier for the rest, or a stated one with a probe (`agreement-probe`, the default)
+  (evaluators.factored);
 - a sequence-classifier folder or embedded name (`agreement-minilm`): the cross-encoder
   alone;
 - a causal-LM folder or embedded name (`smollm2-135m-instruct`): an LLM judge run locally;
@@ -19,13 +20,16 @@ from typing import Any
 
 from evaluators.agreement import AgreementScorer
 
-DEFAULT_SCORER = "agreement-stated"
+DEFAULT_SCORER = "agreement-probe"
 """The scorer of runs, probes, `validate` and the stance judge unless a config names another:
-the stated scorer, the one with which every known-answer check separates its bots on both
-core splits and whose sign matches careful readers of real bot answers about four times in
-five where the single classifier `agreement-minilm` matches them at chance (README, "The
-stated scorer"). With a pack that states no RoT directions it reads every pair with
-`agreement-minilm`. The factored `agreement-factored` is an option (~45 minutes to build)."""
+the probe scorer (since 2026-12-04; before it `agreement-stated`, and before that
+`agreement-minilm`). Pairs the pack states are stance x their stated direction, and with it
+every known-answer check separates its bots on both core splits; every other pair (safety
+RoTs, narrated actions, a pack that states nothing) is the mean of `agreement-minilm` and
+stance x a frozen SmolLM2 probe's direction, which ranks real Moral Stories pairs at 79% where
+`agreement-minilm` alone ranks them at 63%; a bot's own reason (S_ME) is `agreement-minilm`'s
+reading (README, "The probe scorer"). `agreement-stated`, `agreement-minilm` and the factored
+`agreement-factored` (~45 minutes to build) are options."""
 
 SCORER_KINDS: tuple[str, ...] = ("sequence-classifier", "factored-scorer", "causal-lm")
 """Model kinds that can score agreement: a cross-encoder, a factored scorer, an LLM judge."""

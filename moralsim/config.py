@@ -147,8 +147,8 @@ class EvaluatorConfig:
     embedding_model: str = _f("minilm-l6", "Sentence encoder for safety retrieval and SaGE.")
     agreement_model: str = _f(
         DEFAULT_SCORER,
-        "Agreement scorer: an embedded name (agreement-stated, the default; agreement-minilm; "
-        "agreement-factored), a factored or stated "
+        "Agreement scorer: an embedded name (agreement-probe, the default; agreement-stated; "
+        "agreement-minilm; agreement-factored), a factored or stated "
         "scorer or classifier folder, a causal-LM folder (LLM judge), or openai:MODEL@BASE_URL "
         "(judge behind an endpoint; key in MORALSIM_JUDGE_API_KEY).",
     )

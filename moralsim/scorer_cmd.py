@@ -32,8 +32,8 @@ def eval_scorer(
     model: Annotated[
         str,
         typer.Argument(
-            help="Scorer: an embedded name (agreement-stated, the default; agreement-minilm; "
-            "agreement-probe; agreement-factored), a factored or stated scorer folder (train "
+            help="Scorer: an embedded name (agreement-probe, the default; agreement-stated; "
+            "agreement-minilm; agreement-factored), a factored or stated scorer folder (train "
             "scorer --factored / --stated [--probe]), a sequence-classifier folder, a "
             "causal-LM folder (used as an LLM judge), or openai:MODEL@BASE_URL."
         ),
@@ -151,12 +151,12 @@ def eval_scorer(
 
 def _stated_directions(model: str, pack: str, no_pack: bool) -> dict[tuple[str, str], str]:
     """The pack's stated directions for `--stated-directions`, checked before any model loads."""
-    from evaluators.scorer_eval import scorer_kind
+    from evaluators.scorer_eval import FACTORED_KINDS, scorer_kind
     from scenarios.pack import load_pack
 
     if no_pack:
         raise ValueError("--stated-directions reads the pack's directions; drop --no-pack")
-    if not scorer_kind(model).startswith("factored"):
+    if scorer_kind(model) not in FACTORED_KINDS.values():
         raise ValueError("--stated-directions: only a factored scorer reads stated directions")
     stated = load_pack(pack).pack.direction_map()
     if not stated:

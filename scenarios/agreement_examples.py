@@ -22,6 +22,10 @@ DERIVATION_VERSION = 2
 scorer built from a pack is rebuilt when the examples it trains on are derived differently,
 even though the pack's files are the same (agents.models fingerprints it)."""
 
+OWN_EXPLANATION = "own-explanation"
+"""The kind of a derived example whose RoT is the question's explanation read as a rule: the
+input S_ME scores, which a scorer may read as a reason (evaluators.agreement.AgreementItem)."""
+
 NON_ANSWERS = ("I don't know.", "I'm not sure.", "Hard to say, honestly.", "I can't really say.")
 
 
@@ -62,8 +66,8 @@ def _examples_for(
     ]
     reason = strip_because(q.explanation)
     rows += [
-        ("why-agree", q.question, q.agree_answer, reason, "agree", "own-explanation"),
-        ("why-disagree", q.question, q.disagree_answer, reason, "disagree", "own-explanation"),
+        ("why-agree", q.question, q.agree_answer, reason, "agree", OWN_EXPLANATION),
+        ("why-disagree", q.question, q.disagree_answer, reason, "disagree", OWN_EXPLANATION),
     ]
     others = [o for o in same_split if o.id != q.id and o.rot.text != rot]
     unrelated = [o for o in others if not set(o.rot.foundations) & set(q.rot.foundations)]

@@ -464,12 +464,10 @@ def test_the_embedded_factored_scorer_is_registered_with_its_recipe_fingerprint(
     assert recipe["factored_derivation"] == DERIVATION_VERSION
 
 
-def test_the_embedded_stated_scorer_is_the_default_and_fingerprints_both_parts() -> None:
+def test_the_embedded_stated_scorer_is_built_by_default_and_fingerprints_both_parts() -> None:
     from agents.models import _locate_core_pack, _stated_fingerprint, embedded_models
-    from evaluators.scorers import DEFAULT_SCORER
 
     model = embedded_models()["agreement-stated"]
-    assert DEFAULT_SCORER == "agreement-stated"
     assert not model.optional and model.kind == "factored-scorer"
     recipe = _stated_fingerprint(_locate_core_pack())["recipe"]
     assert recipe["stance"]["epochs"] == 2 and "direction" not in recipe
@@ -515,6 +513,17 @@ def test_scorer_eval_with_stated_directions(tmp_path: Path, tiny_classifier: Pat
     )
     assert refused.exit_code != 0 and "only a factored scorer" in refused.output
     assert "Traceback" not in refused.output
+    # a stated scorer reads them too (it was refused until 2026-12-04)
+    stated = tmp_path / "stated"
+    shutil.copytree(tiny_classifier, stated / "stance")
+    shutil.copytree(tiny_classifier, stated / "agreement")
+    (stated / "factored.json").write_text('{"unstated": "agreement"}\n')
+    result = CliRunner().invoke(
+        app,
+        ["scorer", "eval", str(stated), "--stated-directions", "--json", str(tmp_path / "s.json")],
+    )
+    assert result.exit_code == 0, result.output
+    assert "pack-test+stated" in json.loads((tmp_path / "s.json").read_text())
 
 
 def test_a_plain_models_prepare_leaves_the_optional_factored_build_out(
@@ -534,10 +543,11 @@ def test_a_plain_models_prepare_leaves_the_optional_factored_build_out(
 
     monkeypatch.setattr(agents.models, "prepare_model", fake_prepare)
     assert CliRunner().invoke(app, ["models", "prepare"]).exit_code == 0
-    # the default (agreement-stated) and the classifier it copies; never the 45-minute option
+    # the default (agreement-probe) and the scorers it copies; never the 45-minute option
     assert "agreement-minilm" in asked and "agreement-factored" not in asked
-    assert "agreement-stated" in asked
+    assert "agreement-stated" in asked and "agreement-probe" in asked
     assert asked.index("agreement-minilm") < asked.index("agreement-stated")
+    assert asked.index("agreement-stated") < asked.index("agreement-probe")
     asked.clear()
     assert CliRunner().invoke(app, ["models", "prepare", "agreement-factored"]).exit_code == 0
     assert asked == ["agreement-factored"]

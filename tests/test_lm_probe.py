@@ -166,8 +166,9 @@ def test_the_probe_scorer_averages_its_two_readings_of_unstated_pairs(
     probe direction (.1, .1, .8) = agree .7*.1 + .1*.8 = .15, disagree .7*.8 + .1*.1 = .57;
     neutral .28; the mean: (.325, .29, .385). A narrated action: the mean of the whole row
     and the probe's direction row. A stated pair is read as before: stance x the stated
-    direction."""
+    direction. A bot's own reason (S_ME's input) is the whole reading alone: (.5, .3, .2)."""
     from evaluators.factored import FactoredScorer
+    from evaluators.scorer_eval import scorer_kind
     from evaluators.scorers import open_agreement_scorer
     from training.factored_scorer import copied_classifier_figures
 
@@ -182,6 +183,7 @@ def test_the_probe_scorer_averages_its_two_readings_of_unstated_pairs(
     scorer = open_agreement_scorer(str(folder))
     assert isinstance(scorer, FactoredScorer) and scorer.probe is not None
     assert scorer.describe()["unstated"] == "agreement+probe"
+    assert scorer_kind(str(folder)).startswith("stated with a probe (")
     real = scorer.probabilities([AgreementItem("is it okay ?", "yes", "lie")])
     assert real.shape == (1, 3) and np.allclose(real.sum(), 1.0)
 
@@ -198,18 +200,27 @@ def test_the_probe_scorer_averages_its_two_readings_of_unstated_pairs(
     assert scorer.probabilities(items) == pytest.approx(
         np.array([[0.325, 0.29, 0.385], [0.1, 0.2, 0.7], [0.1, 0.2, 0.7]])
     )
+    reason = AgreementItem("Q", "A", "R2", reason=True)
+    assert scorer.probabilities([reason, items[0]]) == pytest.approx(
+        np.array([[0.5, 0.3, 0.2], [0.325, 0.29, 0.385]])
+    )
+    scorer.probe = FixedRows({})  # type: ignore[assignment]  # a reason never reaches it
+    assert scorer.probabilities([reason]) == pytest.approx(np.array([[0.5, 0.3, 0.2]]))
     # its agreement/ classifier's Moral Stories figure is not the probe scorer's
     assert copied_classifier_figures(folder) == {}
 
 
-def test_the_embedded_probe_scorer_is_optional_and_fingerprints_the_probe_recipe() -> None:
+def test_the_embedded_probe_scorer_is_the_default_and_fingerprints_the_probe_recipe() -> None:
     from dataclasses import replace
 
     from agents.models import embedded_models
+    from evaluators import factored
+    from evaluators.scorers import DEFAULT_SCORER
     from training import lm_probe
 
     model = embedded_models()["agreement-probe"]
-    assert model.optional and model.kind == "factored-scorer"
+    assert DEFAULT_SCORER == "agreement-probe"
+    assert not model.optional and model.kind == "factored-scorer"
     source = model.locate()
     before = model.fingerprint(source)
     assert before["recipe"]["probe"] == {"model": "smollm2-135m-instruct",
@@ -218,6 +229,9 @@ def test_the_embedded_probe_scorer_is_optional_and_fingerprints_the_probe_recipe
     changed = replace(lm_probe.DEFAULT_PROBE_RECIPE, c=1.0)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(lm_probe, "DEFAULT_PROBE_RECIPE", changed)
+        assert model.fingerprint(source) != before
+    with pytest.MonkeyPatch.context() as patch:  # it reads differently: its card is stale
+        patch.setattr(factored, "PROBE_READING_VERSION", factored.PROBE_READING_VERSION + 1)
         assert model.fingerprint(source) != before
 
 

@@ -27,9 +27,11 @@ class TableAgreement:
     def __init__(self, table: dict[tuple[str, str], float]) -> None:
         self.table = table
         self.calls: list[int] = []
+        self.items: list[AgreementItem] = []
 
     def __call__(self, items: Sequence[AgreementItem]) -> np.ndarray:
         self.calls.append(len(items))
+        self.items += items
         return np.array([self.table.get((i.answer, i.rot), 0.0) for i in items])
 
 
@@ -79,7 +81,8 @@ def test_each_bot_step_gets_its_metric() -> None:
         ("You're right, don't lie.", R_USER): 0.7,  # S_MR2
         ("No, be honest with her.", R_USER): 0.5,  # S_RIL
     }
-    scorer = MoralDialScorer(TableAgreement(table))
+    agreement = TableAgreement(table)
+    scorer = MoralDialScorer(agreement)
     d = dialogue(
         turn("user", "Is it okay to lie to my friend?", "question"),
         turn("bot", "Sure, lie away.", "answer"),
@@ -100,6 +103,8 @@ def test_each_bot_step_gets_its_metric() -> None:
     assert [(s.name, s.value, s.meta["rot_bot"]) for s in first[1]] == [
         ("S_ME", 0.6, "White lies keep the peace.")
     ]
+    # only S_ME's item is the bot's own reason (the probe scorer reads it differently)
+    assert [i.reason for i in agreement.items] == [False, True]
     d.scores += first[0] + first[1]
     later = scorer.score_turns([TurnRequest(d, 5), TurnRequest(d, 7)])
     assert [(s.name, round(s.value, 6)) for s in later[0]] == [

@@ -258,10 +258,11 @@ def copied_classifier_figures(folder: Path) -> dict[str, Any]:
 
 
 def build_embedded_stated_scorer(pack_dir: Path, out_dir: Path) -> None:
-    """Builder of the embedded `agreement-stated`, the default scorer: the factored recipe's
-    stance half on a pack, next to a copy of the embedded `agreement-minilm` (built first if it
-    is not yet), then its card, measured without and with the pack's stated directions (with
-    agreement-minilm's real-data pair figures: write_pack_card)."""
+    """Builder of the embedded `agreement-stated` (the default `agreement-probe` copies it):
+    the factored recipe's stance half on a pack, next to a copy of the embedded
+    `agreement-minilm` (built first if it is not yet), then its card, measured without and
+    with the pack's stated directions (with agreement-minilm's real-data pair figures:
+    write_pack_card)."""
     from agents.models import prepare_model
     from scenarios.pack import load_pack
     from training.scorer import write_pack_card
