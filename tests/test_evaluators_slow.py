@@ -132,13 +132,14 @@ def test_sage_with_real_embeddings_orders_consistent_over_inconsistent() -> None
     assert np.isfinite(list(scores.values())).all()
 
 
-def test_the_default_stated_scorer_reads_a_decisive_answer_by_its_side() -> None:
-    """The default agreement-stated reads the core pack's stated pairs as stance x direction:
+def test_the_default_scorer_reads_a_decisive_answer_by_its_side() -> None:
+    """The default agreement-probe reads the core pack's stated pairs as stance x direction:
     a decisive "Yes" to a related question whose act the RoT condemns must read as
     disagreement, the case the single classifier reads as agreement (README, "Validating the
-    instruments"). Its card carries agreement-minilm's Moral Stories figure, which it reads
-    whole (no question, no stated direction)."""
+    instruments"). A bot's own reason (S_ME) is read by its agreement-minilm alone, and its
+    card does not carry agreement-minilm's Moral Stories figure, which it reads differently."""
     from evaluators.scorers import DEFAULT_SCORER, open_agreement_scorer
+    from scenarios.phrases import strip_because
 
     pack = load_pack("core").pack
     scorer = open_agreement_scorer(DEFAULT_SCORER)
@@ -154,10 +155,15 @@ def test_the_default_stated_scorer_reads_a_decisive_answer_by_its_side() -> None
     # above zero; the default reads the breaking answers below it on average.
     assert follows.mean() > 0.3 > -0.3 > breaks.mean()
     assert (follows > breaks).mean() > 0.8
+    reasons = [
+        AgreementItem(q.question, q.agree_answer, strip_because(q.explanation), reason=True)
+        for q in related[:8]
+    ]
+    assert scorer.probabilities(reasons) == pytest.approx(scorer.agreement.probabilities(reasons))
     card = json.loads((scorer.path / CARD_NAME).read_text())
     assert {"pack-test+stated", "bot-test+stated"} <= set(card["figures"])
     minilm = json.loads((scorer.path / "agreement" / CARD_NAME).read_text())
-    if "moral-stories" in minilm["figures"]:
-        carried = card["figures"]["moral-stories"]["pairwise_accuracy"]
-        assert carried == minilm["figures"]["moral-stories"]["pairwise_accuracy"]
-        assert card["key_figures"]["real_data_pairwise_accuracy"] == carried
+    own = card["figures"].get("moral-stories", {}).get("pairwise_accuracy")
+    assert card["key_figures"]["real_data_pairwise_accuracy"] == own
+    if own is not None and "moral-stories" in minilm["figures"]:
+        assert own != minilm["figures"]["moral-stories"]["pairwise_accuracy"]
