@@ -427,9 +427,10 @@ def train_scorer(
         bool,
         typer.Option(
             help="With --stated: add a linear probe on the frozen SmolLM2-135M that reads the "
-            "RoT's direction; with the classifier it reads every pair the pack does not state "
-            "(like agreement-probe). On the core pack it installs the shipped head; on another "
-            "pack it reads every direction example, about 13 a second on 2 CPU cores."
+            "RoT's direction; with the classifier it reads every pair the pack does not state, "
+            "except a bot's own reason (like agreement-probe, the default). On the core pack "
+            "it installs the shipped head; on another pack it reads every direction example, "
+            "about 13 a second on 2 CPU cores."
         ),
     ] = False,
     probe_examples: Annotated[

@@ -71,8 +71,8 @@ def eval_scorer(
     stated_directions: Annotated[
         bool,
         typer.Option(
-            help="Give a factored scorer the pack's stated RoT directions, as a run of the pack "
-            "does; its pack sets are then named SET+stated."
+            help="Give a factored, stated or probe scorer the pack's stated RoT directions, as a "
+            "run of the pack does; its pack sets are then named SET+stated."
         ),
     ] = False,
 ) -> None:

@@ -30,8 +30,8 @@ python simulate.py --name moral-dpo --set "bot.adapter=$DPO" "${COMMON[@]}" $(re
 moralsim compare "$OUT/base" "$OUT/moral"
 moralsim compare "$OUT/moral" "$OUT/moral-dpo"
 # Every first answer and related answer of each bot (48 + 48), shuffled, without bot or score,
-# for a reader; the key keeps both judges' readings (the run's independent one and the default
-# agreement-minilm).
+# for a reader; the key keeps both judges' readings (the run's independent one and the single
+# classifier agreement-minilm).
 python -m training.hand_read sample "$OUT/base" "$OUT/moral" "$OUT/moral-dpo" --n 48 \
   --kind first --kind related \
   --out "$OUT/hand_read/blind.jsonl" --key "$OUT/hand_read/key.json" --also agreement-minilm

@@ -284,7 +284,8 @@ def add_probe(
     info = json.loads(marker.read_text(encoding="utf-8"))
     info["task"] = (
         "answer-RoT agreement = stance(question, answer) x the pack's stated direction; "
-        "pairs without one: mean of agreement/ whole and stance x probe/ direction"
+        "pairs without one: mean of agreement/ whole and stance x probe/ direction; "
+        "a bot's own reason: agreement/ alone"
     )
     info["unstated"] = "agreement+probe"
     keys = ("model", "layers", "recipe", "examples", "seconds", "head")
