@@ -74,10 +74,14 @@ def example_source(example: AgreementExample) -> str | None:
 
 
 def labelled_set(name: str, examples: Sequence[AgreementExample]) -> LabelledSet:
+    """The examples as items; one of kind (or user phenomenon) `own-explanation` is the
+    answerer's own reason read as a rule, marked so a scorer reads it as S_ME's input."""
     return LabelledSet(
         name,
         [
-            AgreementItem(e.question, e.answer, e.rot, reason=e.kind == OWN_EXPLANATION)
+            AgreementItem(
+                e.question, e.answer, e.rot, reason=e.kind.rsplit(":", 1)[-1] == OWN_EXPLANATION
+            )
             for e in examples
         ],
         [e.label for e in examples],

@@ -17,12 +17,14 @@ from evaluators.scorer_eval import (
     PairSet,
     evaluate_scorer,
     key_figures,
+    labelled_set,
     merge_card,
     user_set,
     warning_text,
 )
 from moralsim.cli import app
 from scenarios.loaders import NormPair, ScenarioLoadError, load_moral_stories
+from scenarios.pack import load_pack
 from scenarios.types import AgreementExample
 
 runner = CliRunner()
@@ -84,6 +86,20 @@ def test_user_set_errors_name_the_line_and_field(tmp_path: Path) -> None:
     )
     with pytest.raises(ScenarioLoadError, match=r"mine.jsonl: line 2.*field 'label'"):
         user_set(path)
+
+
+def test_a_pack_or_user_own_explanation_is_read_as_a_reason(tmp_path: Path) -> None:
+    path = tmp_path / "mine.jsonl"
+    path.write_text(
+        '{"question": "q", "answer": "a", "rot": "r", "label": "agree"}\n'
+        '{"question": "q", "answer": "a", "rot": "it hurts", "label": "agree", '
+        '"phenomenon": "own-explanation"}\n'
+    )
+    assert [item.reason for item in user_set(path).items] == [False, True]
+    pack = load_pack("core").pack
+    derived = [e for e in pack.agreement_in("test") if e.kind in ("own-rot", "own-explanation")]
+    items = {e.kind: i for e, i in zip(derived, labelled_set("t", derived).items, strict=True)}
+    assert items["own-explanation"].reason and not items["own-rot"].reason
 
 
 def test_moral_stories_loader_pairs_and_reports_halves(tmp_path: Path) -> None:
