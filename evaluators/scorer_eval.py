@@ -74,18 +74,17 @@ def example_source(example: AgreementExample) -> str | None:
 
 
 def labelled_set(name: str, examples: Sequence[AgreementExample]) -> LabelledSet:
-    """The examples as items; one of kind (or user phenomenon) `own-explanation` is the
-    answerer's own reason read as a rule, marked so a scorer reads it as S_ME's input."""
+    """The examples as items; one of phenomenon `own-explanation` is the answerer's own reason
+    read as a rule, marked so a scorer reads it as S_ME's input."""
+    phenomena = [e.kind.split(":", 1)[1] if ":" in e.kind else e.kind for e in examples]
     return LabelledSet(
         name,
         [
-            AgreementItem(
-                e.question, e.answer, e.rot, reason=e.kind.rsplit(":", 1)[-1] == OWN_EXPLANATION
-            )
-            for e in examples
+            AgreementItem(e.question, e.answer, e.rot, reason=phenomenon == OWN_EXPLANATION)
+            for e, phenomenon in zip(examples, phenomena, strict=True)
         ],
         [e.label for e in examples],
-        [e.kind.split(":", 1)[1] if ":" in e.kind else e.kind for e in examples],
+        phenomena,
     )
 
 

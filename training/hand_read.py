@@ -59,6 +59,12 @@ def scored_answers(run_dir: Path, kind: str = "first") -> list[dict[str, Any]]:
     return out
 
 
+def read_labels(path: Path) -> dict[str, str]:
+    """A reader's labels file (JSONL of {item, label[, note]}) as item -> label."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return {row["item"]: row["label"] for row in (json.loads(x) for x in lines if x.strip())}
+
+
 def judge_matches(label: str, as_value: float, p: list[float] | None) -> bool:
     if label == "agree":
         return as_value > 0
@@ -134,11 +140,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"{args.key}: item {item} has no field '{absent[0]}' (score reads keys written "
                 "by `python -m training.hand_read sample`)"
             )
-    labels = {}
-    for line in args.labels.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            labels[row["item"]] = row["label"]
+    labels = read_labels(args.labels)
     missing = sorted(set(key) - set(labels))
     if missing:
         raise SystemExit(f"{args.labels}: no label for {len(missing)} items (first: {missing[0]})")

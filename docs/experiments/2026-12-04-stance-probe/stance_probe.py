@@ -23,11 +23,13 @@ from pathlib import Path
 import numpy as np
 
 from evaluators.agreement import AgreementItem
+from evaluators.agreement_validity import confusion_matrix, macro_f1, predicted_labels, sign_hits
 from evaluators.factored import STATED_ROWS, FactoredScorer, combine, direction_items
 from evaluators.lm_probe import LastTokenStates
 from scenarios.pack import load_pack
 from training.factored_data import with_explanation_directions
 from training.factored_scorer import DEFAULT_FACTORED_RECIPE, factored_splits
+from training.hand_read import read_labels
 from training.lm_probe import fit_head
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -37,7 +39,6 @@ SHEETS = sorted(
     if (p.parent / "labels_a.jsonl").is_file()
 )  # fmt: skip
 LAYERS = (15, 20, 25, 30)
-LABELS = ("agree", "neutral", "disagree")  # endorse, neither, reject
 
 
 def stance_prompt(question: str, answer: str) -> str:
@@ -49,15 +50,14 @@ def stance_prompt(question: str, answer: str) -> str:
     )
 
 
-def macro_f1(gold: list[str], probs: np.ndarray) -> float:
-    pred = [LABELS[k] for k in probs.argmax(axis=1)]
-    f1s = []
-    for label in LABELS:
-        tp = sum(g == p == label for g, p in zip(gold, pred, strict=True))
-        fp = sum(p == label != g for g, p in zip(gold, pred, strict=True))
-        fn = sum(g == label != p for g, p in zip(gold, pred, strict=True))
-        f1s.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
-    return float(np.mean(f1s))
+def stance_f1(gold: list[str], probs: np.ndarray) -> float:
+    """Macro-F1 of stance rows (endorse / neither / reject, in the agreement labels' order)."""
+    return macro_f1(confusion_matrix(gold, predicted_labels(probs)))
+
+
+def sign_accuracy(gold: list[str], probs: np.ndarray) -> float:
+    hits, total = sign_hits(gold, probs[:, 0] - probs[:, 2])
+    return hits / total
 
 
 def cached(states: LastTokenStates, cache: Path, name: str, texts: list[str]) -> np.ndarray:
@@ -75,11 +75,7 @@ def sheet_rows() -> list[dict]:
     """Every blind-read row with both readers' labels and its sheet's name."""
     rows = []
     for sheet in SHEETS:
-        labels = [
-            {json.loads(line)["item"]: json.loads(line)["label"]
-             for line in (sheet / f"labels_{r}.jsonl").read_text().splitlines() if line.strip()}
-            for r in ("a", "b")
-        ]  # fmt: skip
+        labels = [read_labels(sheet / f"labels_{r}.jsonl") for r in ("a", "b")]
         for line in (sheet / "blind.jsonl").read_text().splitlines():
             row = json.loads(line)
             row.update(sheet=sheet.name, a=labels[0][row["item"]], b=labels[1][row["item"]])
@@ -111,13 +107,13 @@ def main() -> None:
     scorer = FactoredScorer("agreement-probe")
     minilm_dev = scorer.stance.probabilities([AgreementItem(e.question, e.answer, "") for e in dev])
     figures: dict = {"train": len(train), "dev": len(dev), "layers": list(LAYERS)}
-    figures["stance dev macro-F1"] = {"MiniLM stance": macro_f1(y_dev, minilm_dev)}
+    figures["stance dev macro-F1"] = {"MiniLM stance": stance_f1(y_dev, minilm_dev)}
     heads = {}
     for c in (0.003, 0.01, 0.03):
         heads[c] = fit_head(x_train, y_train, c)
         p = heads[c].probabilities(x_dev)
-        figures["stance dev macro-F1"][f"probe C={c}"] = macro_f1(y_dev, p)
-        figures["stance dev macro-F1"][f"mean, C={c}"] = macro_f1(y_dev, (p + minilm_dev) / 2)
+        figures["stance dev macro-F1"][f"probe C={c}"] = stance_f1(y_dev, p)
+        figures["stance dev macro-F1"][f"mean, C={c}"] = stance_f1(y_dev, (p + minilm_dev) / 2)
     chosen = max(heads, key=lambda c: figures["stance dev macro-F1"][f"probe C={c}"])
     head = heads[chosen]
     figures["chosen C (probe dev macro-F1)"] = chosen
@@ -137,12 +133,10 @@ def main() -> None:
     sheet_fig: dict = {"rows with a stated direction": len(rows)}
     for name, s in stances("sheets", items).items():
         a = combine(s, rows_dir, np.ones(len(rows), dtype=bool))
-        value = a[:, 0] - a[:, 2]
         for reader in ("a", "b"):
-            stanced = [k for k, r in enumerate(rows) if r[reader] != "neutral"]
-            hits = [(value[k] > 0) == (rows[k][reader] == "agree") for k in stanced]
-            sheet_fig[f"{name}, reader {reader.upper()} sign match"] = float(np.mean(hits))
-            sheet_fig[f"n stanced, reader {reader.upper()}"] = len(stanced)
+            gold = [r[reader] for r in rows]
+            sheet_fig[f"{name}, reader {reader.upper()} sign match"] = sign_accuracy(gold, a)
+            sheet_fig[f"n stanced, reader {reader.upper()}"] = sign_hits(gold, a[:, 0])[1]
     figures["blind-read sheets"] = sheet_fig
 
     # held-out card sets with no stated direction: the probe scorer's unstated reading,
@@ -154,13 +148,10 @@ def main() -> None:
         whole = scorer.agreement.probabilities(items)
         direction = scorer.probe.probabilities(direction_items(items))
         asked = np.array([bool(i.question.strip()) for i in items])
-        gold = np.array([e.label for e in ex])
-        signed = gold != "neutral"
+        gold = [e.label for e in ex]
         for name, s in stances(f"{source}-{split}", items).items():
             a = (whole + combine(s, direction, asked)) / 2
-            value = a[:, 0] - a[:, 2]
-            hits = (value > 0) == (gold == "agree")
-            held[f"{source}-{split}, {name}: sign accuracy"] = float(hits[signed].mean())
+            held[f"{source}-{split}, {name}: sign accuracy"] = sign_accuracy(gold, a)
     figures["held-out sets (unstated reading)"] = held
     args.out.write_text(json.dumps(figures, indent=1) + "\n")
     print(json.dumps(figures, indent=1))
