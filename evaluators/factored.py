@@ -78,6 +78,18 @@ def unstated_reader(folder: Path) -> str:
     return value
 
 
+def folder_probe_reading(folder: Path) -> int | None:
+    """The probe reading a scorer folder is read with now: PROBE_READING_VERSION for a probe
+    scorer (`unstated: agreement+probe`), None for any other folder (or none readable)."""
+    if not (Path(folder) / FACTORED_MARKER).is_file():
+        return None
+    try:
+        reader = unstated_reader(Path(folder))
+    except ValueError:
+        return None
+    return PROBE_READING_VERSION if reader == "agreement+probe" else None
+
+
 def stance_items(items: Sequence[AgreementItem]) -> list[AgreementItem]:
     """(Q, A) with no RoT: what the stance classifier reads."""
     return [AgreementItem(item.question, item.answer, "") for item in items]
@@ -152,7 +164,11 @@ class FactoredScorer:
         self.direction = rest if reader == "direction" else None
         self.agreement = rest if reader == "agreement" else None
         self.probe = None
+        self.probe_reading: int | None = None
+        """How it reads with its probe (PROBE_READING_VERSION), None without one: a card
+        measured now records it (evaluators.scorer_eval.merge_card)."""
         if self.unstated == "agreement+probe":
+            self.probe_reading = PROBE_READING_VERSION
             from evaluators.lm_probe import ProbeDirection
 
             try:

@@ -36,7 +36,9 @@ from scenarios.loaders.moral_stories import NormPair
 from scenarios.types import LABELS, AgreementExample, ScenarioPack
 
 CARD_NAME = "scorer_card.json"
-CARD_FORMAT = 1
+CARD_FORMAT = 2
+"""2: a probe scorer's card records the probe reading it was measured with (READING_FIELD)."""
+READING_FIELD = "probe_reading"
 RELIABLE_PAIRWISE = 0.70
 """Below this real-data pairwise accuracy, reports warn that MoralDial metrics are unreliable."""
 
@@ -221,19 +223,44 @@ def merge_card(
     figures: dict[str, dict[str, Any]],
     training: dict[str, Any] | None,
     today: str | None = None,
+    probe_reading: int | None = None,
 ) -> dict[str, Any]:
-    """A card with the new figures replacing same-named old ones; other old figures stay."""
+    """A card with the new figures replacing same-named old ones; other old figures stay,
+    unless the scorer reads with a probe and the old card was measured with another probe
+    reading (`probe_reading`, evaluators.factored.PROBE_READING_VERSION; absent on cards
+    written before cards recorded it): those figures describe a reading the scorer no longer
+    makes, so they are dropped."""
     stamp = today or _dt.date.today().isoformat()
-    merged = dict((old or {}).get("figures", {}))
+    same_reading = old is not None and old.get(READING_FIELD) == probe_reading
+    merged = dict(old.get("figures", {})) if old is not None and same_reading else {}
     for name, figure in figures.items():
         merged[name] = {**figure, "measured": stamp}
-    return {
+    card = {
         "format": CARD_FORMAT,
         "scorer": scorer,
         "training": training if training is not None else (old or {}).get("training"),
         "figures": merged,
         "key_figures": key_figures(merged),
     }
+    if probe_reading is not None:
+        card[READING_FIELD] = probe_reading
+    return card
+
+
+def stale_reading_text(card: dict[str, Any] | None, probe_reading: int | None) -> str | None:
+    """The line a report prints when a probe scorer's card was measured with another probe
+    reading than the one this moralsim makes (None when it was not, or there is no card):
+    its figures then describe another instrument. An embedded build never needs it, since
+    its fingerprint carries the reading and a change rebuilds it, card and all."""
+    if not card or probe_reading is None or card.get(READING_FIELD) == probe_reading:
+        return None
+    was = card.get(READING_FIELD)
+    measured = f"probe reading {was}" if was is not None else "an unrecorded probe reading"
+    return (
+        f"this scorer's card was measured with {measured}, and this moralsim reads with probe "
+        f"reading {probe_reading}: its figures may not describe the scores; re-measure with "
+        "`moralsim scorer eval MODEL --stated-directions`"
+    )
 
 
 def write_card(folder: str | Path, card: dict[str, Any]) -> Path:
@@ -284,17 +311,26 @@ def scorer_kind(spec: str) -> str:
 def scorer_record(spec: str, card_path: str | None = None) -> dict[str, Any]:
     """The scorer a run uses and its card (from `card_path`, else from the model's folder)."""
     from agents.models import ModelError, resolve_model
+    from evaluators.factored import folder_probe_reading
 
     card = None
+    reading = None
+    if not spec.startswith("openai:") and not _registered(spec):
+        try:
+            folder = resolve_model(spec, prepare=False).path
+        except ModelError:
+            folder = None
+        reading = folder_probe_reading(folder) if folder else None
+        card = read_card(folder) if folder and not card_path else None
     if card_path:
         path = Path(card_path).expanduser()
         card = read_card(path.parent) if path.name == CARD_NAME else _read_json_file(path)
-    elif not spec.startswith("openai:") and not _registered(spec):
-        try:
-            card = read_card(resolve_model(spec, prepare=False).path)
-        except ModelError:
-            card = None
-    return {"spec": spec, "kind": scorer_kind(spec), "card": card}
+    return {
+        "spec": spec,
+        "kind": scorer_kind(spec),
+        "card": card,
+        "stale": stale_reading_text(card, reading),
+    }
 
 
 def _registered(spec: str) -> bool:
@@ -320,6 +356,6 @@ def scorer_summary(record: dict[str, Any]) -> dict[str, Any]:
         "kind": record.get("kind"),
         "has_card": bool(card),
         "key_figures": keys,
-        "warning": warning_text(keys),
+        "warning": "; ".join(w for w in (warning_text(keys), record.get("stale")) if w) or None,
         "training": (card.get("training") or {}).get("data"),
     }

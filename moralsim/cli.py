@@ -900,8 +900,10 @@ def models_list() -> None:
     for column in ("kind", "package", "status", "path"):
         table.add_column(column, overflow="fold")
     for model in embedded_models().values():
-        version = model.package_version()
-        package = f"{model.package}=={version}" if version else f"{model.package} (missing)"
+        package = ", ".join(
+            f"{name}=={version}" if version else f"{name} (missing)"
+            for name, version in model.packages().items()
+        )
         try:
             source = model.locate()
         except ModelError:

@@ -134,7 +134,10 @@ def eval_scorer(
             raise _fail("this scorer has no folder: name a card file with --card")
         card_dir = target.parent if target.suffix == ".json" else target
         old = read_card(card_dir) if target.suffix != ".json" else _read_json(target)
-        new = merge_card(old, model, figures, _training_record(folder))
+        new = merge_card(
+            old, model, figures, _training_record(folder),
+            probe_reading=getattr(scorer, "probe_reading", None),
+        )  # fmt: skip
         path = _write(target, new, write_card)
         keys = new["key_figures"]
         out.print(

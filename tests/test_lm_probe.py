@@ -233,6 +233,11 @@ def test_the_embedded_probe_scorer_is_the_default_and_fingerprints_the_probe_rec
     with pytest.MonkeyPatch.context() as patch:  # it reads differently: its card is stale
         patch.setattr(factored, "PROBE_READING_VERSION", factored.PROBE_READING_VERSION + 1)
         assert model.fingerprint(source) != before
+    with pytest.MonkeyPatch.context() as patch:  # a card of another format: rebuilt, re-measured
+        from evaluators import scorer_eval
+
+        patch.setattr(scorer_eval, "CARD_FORMAT", scorer_eval.CARD_FORMAT + 1)
+        assert model.fingerprint(source) != before
 
 
 def test_a_new_shipped_head_is_a_new_embedded_model(tmp_path: Path) -> None:

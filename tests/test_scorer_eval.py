@@ -209,3 +209,45 @@ def test_the_shipped_reference_figures_are_for_the_default_recipe() -> None:
 
     train, dev = (recipe_examples(pack, DEFAULT_SCORER_RECIPE.sources, s) for s in ("train", "dev"))
     assert shipped["data_sha256"] == training_data_digest(train, dev)
+
+
+def test_a_card_records_the_probe_reading_and_drops_figures_read_another_way() -> None:
+    one = {"a": {"kind": "labelled", "n": 1}}
+    two = {"b": {"kind": "labelled", "n": 2}}
+    old = merge_card(None, "m", one, None, today="d1", probe_reading=2)
+    assert old["probe_reading"] == 2
+    same = merge_card(old, "m", two, None, today="d2", probe_reading=2)
+    assert set(same["figures"]) == {"a", "b"}
+    newer = merge_card(old, "m", two, None, today="d2", probe_reading=3)
+    assert set(newer["figures"]) == {"b"} and newer["probe_reading"] == 3
+    unrecorded = {k: v for k, v in old.items() if k != "probe_reading"}
+    assert set(merge_card(unrecorded, "m", two, None, probe_reading=2)["figures"]) == {"b"}
+    plain = merge_card(merge_card(None, "m", one, None), "m", two, None)
+    assert set(plain["figures"]) == {"a", "b"} and "probe_reading" not in plain
+
+
+def test_a_probe_folder_whose_card_was_read_another_way_warns_in_reports(
+    tmp_path: Path,
+) -> None:
+    from evaluators.factored import PROBE_READING_VERSION
+    from evaluators.scorer_eval import scorer_record, scorer_summary, stale_reading_text
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "factored.json").write_text(json.dumps({"unstated": "agreement+probe"}))
+    good = {"moral-stories": {"pairwise_accuracy": 0.82}, "pack-test": {"macro_f1": 0.8}}
+    card = merge_card(None, "mine", good, None, probe_reading=PROBE_READING_VERSION - 1)
+    (folder / CARD_NAME).write_text(json.dumps(card))
+    summary = scorer_summary(scorer_record(str(folder)))
+    assert summary["key_figures"]["verdict"] == "validated"
+    assert f"probe reading {PROBE_READING_VERSION - 1}" in summary["warning"]
+    assert "scorer eval" in summary["warning"]
+
+    card["probe_reading"] = PROBE_READING_VERSION
+    (folder / CARD_NAME).write_text(json.dumps(card))
+    assert scorer_summary(scorer_record(str(folder)))["warning"] is None
+    (folder / "factored.json").write_text(json.dumps({"unstated": "agreement"}))
+    del card["probe_reading"]
+    (folder / CARD_NAME).write_text(json.dumps(card))
+    assert scorer_summary(scorer_record(str(folder)))["warning"] is None
+    assert "unrecorded" in (stale_reading_text(card, PROBE_READING_VERSION) or "")

@@ -737,7 +737,9 @@ def write_pack_card(
 
     record = "metrics.json" if (Path(out_dir) / "metrics.json").is_file() else FACTORED_MARKER
     metrics = json.loads((Path(out_dir) / record).read_text(encoding="utf-8"))
-    card = merge_card(None, name, figures, metrics)
+    card = merge_card(
+        None, name, figures, metrics, probe_reading=getattr(scorer, "probe_reading", None)
+    )
     if reference:
         card["figures"].update(
             reference_figures(figures["pack-dev"]["macro_f1"], data_sha256=data_sha256)
