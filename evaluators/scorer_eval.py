@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from evaluators.agreement import AgreementItem
-from evaluators.agreement_validity import labelled_report, pair_report
+from evaluators.agreement_validity import labelled_report, pair_report, predicted_labels
 from scenarios.agreement_examples import OWN_EXPLANATION
 from scenarios.loaders._common import RecordInvalid, load_jsonl_records, text_field
 from scenarios.loaders.moral_stories import NormPair
@@ -146,12 +146,17 @@ def evaluate_scorer(
     scorer: ProbabilityScorer,
     labelled: Sequence[LabelledSet],
     pairs: Sequence[PairSet] = (),
+    predictions: list[dict[str, Any]] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Every figure of every set, by set name (see `evaluators.agreement_validity`)."""
+    """Every figure of every set, by set name (see `evaluators.agreement_validity`); with
+    `predictions`, one row per scored item is appended to it (labelled_rows, pair_rows), so
+    a reader can see which items a figure counts as right or wrong."""
     figures: dict[str, dict[str, Any]] = {}
     for s in labelled:
-        probs = scorer.probabilities(s.items)
+        probs = np.asarray(scorer.probabilities(s.items), dtype=np.float64)
         figures[s.name] = labelled_report(s.name, s.gold, probs, s.phenomena).to_dict()
+        if predictions is not None:
+            predictions.extend(labelled_rows(s, probs))
     for ps in pairs:
         items = [AgreementItem("", p.follow, p.norm) for p in ps.pairs]
         items += [AgreementItem("", p.break_, p.norm) for p in ps.pairs]
@@ -159,7 +164,53 @@ def evaluate_scorer(
         scores = (probs[:, 0] - probs[:, 2]).tolist()
         n = len(ps.pairs)
         figures[ps.name] = pair_report(ps.name, scores[:n], scores[n:]).to_dict()
+        if predictions is not None:
+            predictions.extend(pair_rows(ps, probs[:n], probs[n:]))
     return figures
+
+
+def _rounded(p: np.ndarray) -> list[float]:
+    return [round(float(v), 4) for v in p]
+
+
+def labelled_rows(s: LabelledSet, probs: np.ndarray) -> list[dict[str, Any]]:
+    """One row per labelled item: its text, gold label and phenomenon, the scorer's three
+    probabilities, AS, the predicted label, and whether AS has the gold sign (None for a
+    gold neutral, which sign accuracy does not count)."""
+    rows = []
+    predicted = predicted_labels(probs)
+    for k, (item, gold, p) in enumerate(zip(s.items, s.gold, probs, strict=True)):
+        score = float(p[0] - p[2])
+        rows.append({
+            "set": s.name, "index": k, "question": item.question, "answer": item.answer,
+            "rot": item.rot, "gold": gold,
+            "phenomenon": s.phenomena[k] if s.phenomena else None,
+            "p": _rounded(p), "as": round(score, 4), "predicted": predicted[k],
+            "sign_right": _sign_right(gold, score),
+        })  # fmt: skip
+    return rows
+
+
+def _sign_right(gold: str, score: float) -> bool | None:
+    """As sign_hits counts it: agree needs AS > 0, disagree AS < 0; neutral is not counted."""
+    if gold == "neutral":
+        return None
+    return score > 0 if gold == "agree" else score < 0
+
+
+def pair_rows(ps: PairSet, follow: np.ndarray, break_: np.ndarray) -> list[dict[str, Any]]:
+    """One row per norm pair: both actions' probabilities and AS, and whether the following
+    action reads higher (what pairwise accuracy counts)."""
+    rows = []
+    for k, (pair, pf, pb) in enumerate(zip(ps.pairs, follow, break_, strict=True)):
+        as_follow, as_break = float(pf[0] - pf[2]), float(pb[0] - pb[2])
+        rows.append({
+            "set": ps.name, "index": k, "id": pair.id, "norm": pair.norm, "follow": pair.follow,
+            "break": pair.break_, "p_follow": _rounded(pf), "p_break": _rounded(pb),
+            "as_follow": round(as_follow, 4), "as_break": round(as_break, 4),
+            "ranked_right": as_follow > as_break,
+        })  # fmt: skip
+    return rows
 
 
 # --------------------------------------------------------------------------- the card

@@ -58,6 +58,14 @@ def eval_scorer(
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write every figure to this JSON file.")
     ] = None,
+    predictions_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--predictions",
+            help="Also write one JSONL row per scored item (its text, gold label, the three "
+            "probabilities, AS, and whether the figures count it right), to audit the scorer.",
+        ),
+    ] = None,
     device: Annotated[
         str,
         typer.Option(
@@ -119,11 +127,15 @@ def eval_scorer(
         raise _fail(str(exc)) from None
     if not labelled and not pairs:
         raise _fail("nothing to evaluate: give --data or --moral-stories, or drop --no-pack")
+    for path, option in ((json_out, "--json"), (predictions_out, "--predictions")):
+        if path is not None and not path.expanduser().parent.is_dir():
+            raise _fail(f"{option} {path}: folder {path.expanduser().parent} does not exist")
+    rows: list[dict[str, Any]] | None = [] if predictions_out is not None else None
     try:
         scorer = open_agreement_scorer(model, device=placement.device, dtype=placement.dtype)
         if stated:
             scorer.use_directions(stated)
-        figures = evaluate_scorer(scorer, labelled, pairs)
+        figures = evaluate_scorer(scorer, labelled, pairs, predictions=rows)
     except (ModelError, ScorerSpecError, JudgeError) as exc:
         raise _fail(str(exc)) from None
     _print_figures(figures)
@@ -150,6 +162,10 @@ def eval_scorer(
             out.print(f"[bold yellow]warning:[/] {warning}", highlight=False)
     if json_out is not None:
         json_out.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    if predictions_out is not None and rows is not None:
+        with predictions_out.expanduser().open("w", encoding="utf-8") as handle:
+            handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        out.print(f"predictions: {predictions_out} ({len(rows)} rows)", highlight=False)
 
 
 def _stated_directions(model: str, pack: str, no_pack: bool) -> dict[tuple[str, str], str]:

@@ -78,6 +78,33 @@ def test_merge_card_keeps_other_figures() -> None:
     assert new["figures"]["a"]["measured"] == "d1" and new["training"] == {"data": 1}
 
 
+def test_predictions_have_one_row_per_item_with_what_the_figures_count() -> None:
+    scorer = TableScorer({
+        "yes": [0.7, 0.2, 0.1], "no": [0.1, 0.2, 0.7], "meh": [0.3, 0.4, 0.3],
+        "keeps": [0.6, 0.3, 0.1], "breaks": [0.5, 0.3, 0.2],
+    })  # fmt: skip
+    labelled = LabelledSet(
+        "mine",
+        [AgreementItem("q", a, "r") for a in ("yes", "no", "meh")],
+        ["agree", "agree", "neutral"],
+        ["flat", "flat", "hedged"],
+    )
+    pairs = PairSet("ms", [NormPair("p1", "n", "keeps", "breaks")])
+    rows: list = []
+    figures = evaluate_scorer(scorer, [labelled], [pairs], predictions=rows)
+    assert [r["set"] for r in rows] == ["mine", "mine", "mine", "ms"]
+    yes, no, meh, pair = rows
+    assert yes["as"] == pytest.approx(0.6) and yes["predicted"] == "agree" and yes["sign_right"]
+    assert no["as"] == pytest.approx(-0.6) and no["sign_right"] is False
+    assert (
+        meh["sign_right"] is None and meh["phenomenon"] == "hedged" and meh["p"] == [0.3, 0.4, 0.3]
+    )
+    # AS 0.5 (keeps) > 0.3 (breaks): ranked right, as the pairwise figure counts it
+    assert pair["ranked_right"] and pair["as_break"] == pytest.approx(0.3) and pair["id"] == "p1"
+    assert figures["mine"]["sign_accuracy"] == pytest.approx(0.5)
+    assert figures["ms"]["pairwise_accuracy"] == pytest.approx(1.0)
+
+
 def test_user_set_errors_name_the_line_and_field(tmp_path: Path) -> None:
     path = tmp_path / "mine.jsonl"
     path.write_text(
@@ -140,9 +167,14 @@ def test_cli_eval_writes_the_card_and_warns(tiny_classifier: Path, tmp_path: Pat
     result = runner.invoke(
         app,
         ["scorer", "eval", str(tiny_classifier), "--no-pack", "--data", str(data),
-         "--moral-stories", str(ms), "--json", str(tmp_path / "figures.json")],
+         "--moral-stories", str(ms), "--json", str(tmp_path / "figures.json"),
+         "--predictions", str(tmp_path / "rows.jsonl")],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert [r["set"] for r in rows] == ["mine", "mine", "moral-stories", "moral-stories",
+                                        "moral-stories"]  # fmt: skip
+    assert not any(r["ranked_right"] for r in rows[2:])  # identical actions: pairwise 0%
     assert "confusion" in result.output and "per phenomenon" in result.output
     assert "warning:" in result.output and "only 0%" in result.output
     card = json.loads((tiny_classifier / CARD_NAME).read_text())
@@ -161,6 +193,18 @@ def test_cli_bad_data_is_one_line_and_loads_no_model(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "bad.jsonl: line 1" in result.output and "field 'rot'" in result.output
     assert "Traceback" not in result.output
+
+
+def test_cli_a_predictions_file_in_a_missing_folder_is_refused_before_loading(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "ok.jsonl"
+    data.write_text('{"question": "q", "answer": "a", "rot": "r", "label": "agree"}\n')
+    missing = tmp_path / "nope" / "r.jsonl"
+    args = ["scorer", "eval", "no-such-model", "--no-pack", "--data", str(data)]
+    result = runner.invoke(app, [*args, "--predictions", str(missing)])
+    assert result.exit_code == 2 and "--predictions" in result.output
+    assert "does not exist" in result.output and "Traceback" not in result.output
 
 
 def test_reference_figures_only_carry_over_to_a_reproducing_build(
