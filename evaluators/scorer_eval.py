@@ -310,7 +310,8 @@ def stale_reading_text(card: dict[str, Any] | None, probe_reading: int | None) -
     return (
         f"this scorer's card was measured with {measured}, and this moralsim reads with probe "
         f"reading {probe_reading}: its figures may not describe the scores; re-measure with "
-        "`moralsim scorer eval MODEL --stated-directions`"
+        "`moralsim scorer eval MODEL --moral-stories FILE`, then again with "
+        "`--stated-directions`"
     )
 
 
