@@ -108,10 +108,7 @@ class EmbeddedModel:
         return getattr(importlib.import_module(module_name), attr)
 
     def package_version(self) -> str | None:
-        try:
-            return importlib.metadata.version(self.package)
-        except importlib.metadata.PackageNotFoundError:
-            return None
+        return self.packages()[self.package]
 
     def packages(self) -> dict[str, str | None]:
         """Every package it needs, with its installed version (None: not installed)."""

@@ -164,11 +164,7 @@ class FactoredScorer:
         self.direction = rest if reader == "direction" else None
         self.agreement = rest if reader == "agreement" else None
         self.probe = None
-        self.probe_reading: int | None = None
-        """How it reads with its probe (PROBE_READING_VERSION), None without one: a card
-        measured now records it (evaluators.scorer_eval.merge_card)."""
         if self.unstated == "agreement+probe":
-            self.probe_reading = PROBE_READING_VERSION
             from evaluators.lm_probe import ProbeDirection
 
             try:
@@ -178,6 +174,12 @@ class FactoredScorer:
         self.placement = self.stance.placement
         self.stated: dict[tuple[str, str], str] = {}
         self.use_directions(directions or {})
+
+    @property
+    def probe_reading(self) -> int | None:
+        """How it reads with its probe (PROBE_READING_VERSION), None without one: a card
+        measured now records it (evaluators.scorer_eval.merge_card)."""
+        return PROBE_READING_VERSION if self.probe is not None else None
 
     def use_directions(self, directions: Mapping[tuple[str, str], str]) -> None:
         """Take a pack's stated RoT directions for its own (question, RoT) pairs: the

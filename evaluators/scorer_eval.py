@@ -29,7 +29,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from evaluators.agreement import AgreementItem
-from evaluators.agreement_validity import labelled_report, pair_report, predicted_labels
+from evaluators.agreement_validity import (
+    labelled_report,
+    pair_report,
+    pairwise_hits,
+    predicted_labels,
+    sign_hits,
+)
 from scenarios.agreement_examples import OWN_EXPLANATION
 from scenarios.loaders._common import RecordInvalid, load_jsonl_records, text_field
 from scenarios.loaders.moral_stories import NormPair
@@ -192,10 +198,9 @@ def labelled_rows(s: LabelledSet, probs: np.ndarray) -> list[dict[str, Any]]:
 
 
 def _sign_right(gold: str, score: float) -> bool | None:
-    """As sign_hits counts it: agree needs AS > 0, disagree AS < 0; neutral is not counted."""
-    if gold == "neutral":
-        return None
-    return score > 0 if gold == "agree" else score < 0
+    """Whether sign_hits counts the item right; None when it does not count it (neutral)."""
+    hits, counted = sign_hits([gold], [score])
+    return bool(hits) if counted else None
 
 
 def pair_rows(ps: PairSet, follow: np.ndarray, break_: np.ndarray) -> list[dict[str, Any]]:
@@ -208,7 +213,7 @@ def pair_rows(ps: PairSet, follow: np.ndarray, break_: np.ndarray) -> list[dict[
             "set": ps.name, "index": k, "id": pair.id, "norm": pair.norm, "follow": pair.follow,
             "break": pair.break_, "p_follow": _rounded(pf), "p_break": _rounded(pb),
             "as_follow": round(as_follow, 4), "as_break": round(as_break, 4),
-            "ranked_right": as_follow > as_break,
+            "ranked_right": bool(pairwise_hits([as_follow], [as_break])),
         })  # fmt: skip
     return rows
 
@@ -283,7 +288,7 @@ def merge_card(
     makes, so they are dropped."""
     stamp = today or _dt.date.today().isoformat()
     same_reading = old is not None and old.get(READING_FIELD) == probe_reading
-    merged = dict(old.get("figures", {})) if old is not None and same_reading else {}
+    merged = dict(old.get("figures", {})) if same_reading else {}
     for name, figure in figures.items():
         merged[name] = {**figure, "measured": stamp}
     card = {
@@ -365,18 +370,18 @@ def scorer_record(spec: str, card_path: str | None = None) -> dict[str, Any]:
     from agents.models import ModelError, resolve_model
     from evaluators.factored import folder_probe_reading
 
-    card = None
-    reading = None
+    folder = None
     if not spec.startswith("openai:") and not _registered(spec):
         try:
             folder = resolve_model(spec, prepare=False).path
         except ModelError:
             folder = None
-        reading = folder_probe_reading(folder) if folder else None
-        card = read_card(folder) if folder and not card_path else None
     if card_path:
         path = Path(card_path).expanduser()
         card = read_card(path.parent) if path.name == CARD_NAME else _read_json_file(path)
+    else:
+        card = read_card(folder)
+    reading = folder_probe_reading(folder) if folder else None
     return {
         "spec": spec,
         "kind": scorer_kind(spec),

@@ -162,7 +162,7 @@ def eval_scorer(
             out.print(f"[bold yellow]warning:[/] {warning}", highlight=False)
     if json_out is not None:
         json_out.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    if predictions_out is not None and rows is not None:
+    if predictions_out is not None and rows is not None:  # rows: a list exactly then
         with predictions_out.expanduser().open("w", encoding="utf-8") as handle:
             handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
         out.print(f"predictions: {predictions_out} ({len(rows)} rows)", highlight=False)

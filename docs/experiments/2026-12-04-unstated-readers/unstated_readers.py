@@ -160,13 +160,13 @@ def analyse(cache: Path) -> dict:
     }
     dev, test = [n for n in names if n.endswith("-dev")], [n for n in names if n.endswith("-test")]
     asked_dev = [z[f"{n}_q"] for n in dev]
+    mask = {n: z[f"{n}_q"] for n in names}  # pairs with a question; the rest as they are
     out["stacking"] = {"equal mean (the default)": {"dev_pooled": figures_of(
         np.vstack([default_reading(z, n)[m] for n, m in zip(dev, asked_dev, strict=True)]),
         np.concatenate([z[f"{n}_y"][m] for n, m in zip(dev, asked_dev, strict=True)]),
     )}}  # fmt: skip
     for kind in ("W+SxD", "W+S+D+SxD"):
         for c in (0.01, 0.1, 1.0):
-            mask = {n: z[f"{n}_q"] for n in names}  # pairs with a question; the rest as they are
             x = np.vstack([features(n, kind)[mask[n]] for n in dev])
             y = np.concatenate([z[f"{n}_y"][mask[n]] for n in dev])
             groups = np.concatenate([z[f"{n}_question"][mask[n]] for n in dev])
