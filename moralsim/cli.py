@@ -907,6 +907,8 @@ def models_list() -> None:
         try:
             source = model.locate()
         except ModelError:
+            source = None
+        if source is None or model.missing_packages():  # an also-needed package counts too
             table.add_row(model.name, model.kind, package, f"install: {model.install_hint()}", "")
             continue
         if model.build is None:

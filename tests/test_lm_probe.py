@@ -145,6 +145,11 @@ def test_fitting_a_probe_on_a_tiny_pack(
     assert info["unstated"] == "agreement+probe" and info["seed"] == 0
     assert info["probe"]["layers"] == [2]
     assert FactoredScorer(str(stated)).probe is not None
+    from evaluators.factored import PROBE_READING_VERSION
+    from training.scorer import write_pack_card
+
+    card = write_pack_card(stated, pack, "tiny-probe", directions=pack.direction_map())
+    assert card["probe_reading"] == PROBE_READING_VERSION  # a build's card says how it read
     with pytest.raises(ValueError, match="not a stated scorer folder"):
         add_probe(pack, stated, recipe)  # it has a probe already
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,25 @@ def test_scenarios_check_fails_on_an_empty_pack_and_on_skipped_records(tmp_path:
     (pack / "questions.jsonl").write_text("")
     result = CliRunner().invoke(app, ["scenarios", "check", str(pack), "--no-embeddings"])
     assert result.exit_code == 1 and "the pack has no questions" in result.output
+
+
+def test_a_run_prepares_its_embedded_scorer_before_it_records_the_card(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record is read from the scorer's folder: an embedded build not made yet (a first
+    run) or made by an older moralsim must be built first, or the run keeps no card or an
+    outdated one. A folder spec is recorded as it is."""
+    import agents.models
+    import evaluators.scorer_eval
+    from moralsim.config import load_config
+    from moralsim.run_simulation import _record_scorer
+
+    prepared: list[str] = []
+    monkeypatch.setattr(agents.models, "prepare_model", lambda name, **_: prepared.append(name))
+    monkeypatch.setattr(
+        evaluators.scorer_eval, "scorer_record", lambda spec, card=None: {"prepared": prepared[:]}
+    )
+    _record_scorer(load_config(None, ["evaluators.agreement_model=agreement-probe"]), tmp_path)
+    assert json.loads((tmp_path / "scorer.json").read_text()) == {"prepared": ["agreement-probe"]}
+    _record_scorer(load_config(None, [f"evaluators.agreement_model={tmp_path}"]), tmp_path)
+    assert prepared == ["agreement-probe"]

@@ -295,3 +295,20 @@ def test_a_probe_folder_whose_card_was_read_another_way_warns_in_reports(
     (folder / CARD_NAME).write_text(json.dumps(card))
     assert scorer_summary(scorer_record(str(folder)))["warning"] is None
     assert "unrecorded" in (stale_reading_text(card, PROBE_READING_VERSION) or "")
+
+
+def test_cli_says_which_figures_a_re_measure_drops(tiny_classifier: Path, tmp_path: Path) -> None:
+    old = merge_card(None, "m", {"old-set": {"n": 3, "accuracy": 0.5}}, None, probe_reading=7)
+    (tiny_classifier / CARD_NAME).write_text(json.dumps(old))
+    data = tmp_path / "mine.jsonl"
+    data.write_text(
+        '{"question": "is it okay to lie ?", "answer": "no", "rot": "it is wrong to lie .", '
+        '"label": "agree"}\n'
+    )
+    args = ["scorer", "eval", str(tiny_classifier), "--no-pack", "--data", str(data)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "dropped 1 figure(s) measured with another probe reading: old-set" in result.output
+    assert set(json.loads((tiny_classifier / CARD_NAME).read_text())["figures"]) == {"mine"}
+    result = runner.invoke(app, args)  # read the same way now: nothing more to drop
+    assert result.exit_code == 0 and "dropped" not in result.output
