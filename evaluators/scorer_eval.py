@@ -6,7 +6,9 @@ the fine-tuned cross-encoder or an LLM judge. The sets:
 - the pack's in-domain agreement examples (`pack-dev`, `pack-test`: derived from its questions
   plus the hand-written hard cases), and the hard cases alone per phenomenon (`hard-test`);
 - the pack's separately written sign test set (`signs-test`: flat yes/no, negated agreement,
-  hedged answers; written after and apart from the training data);
+  hedged answers; written after and apart from the training data) and its development
+  counterpart (`signs-dev`: the same phenomena by yet another writer, for choosing a recipe
+  without reading the test set);
 - the pack's labelled bot replies held out for testing (`bot-test`), when the pack has them;
 - Moral Stories norm/action pairs (`moral-stories`, pairwise and sign accuracy) -- real,
   human-written text in a style the training data does not copy;
@@ -106,6 +108,7 @@ def pack_sets(pack: ScenarioPack) -> list[LabelledSet]:
         ("pack-dev", pick("dev", PACK_SOURCES)),
         ("pack-test", pick("test", PACK_SOURCES)),
         ("hard-test", pick("test", ("hard",))),
+        ("signs-dev", pick("dev", ("signs-dev",))),
         ("signs-test", pick("test", ("signs",))),
         ("bot-test", pick("test", ("bot",))),
     ]

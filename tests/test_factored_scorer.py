@@ -171,16 +171,22 @@ def test_direction_file_errors_name_the_line_and_field(tmp_path: Path) -> None:
         load_rot_directions(path)
 
 
-def test_core_pack_states_directions_and_none_for_the_sign_test() -> None:
+SIGN_SOURCES = ("signs", "signs-dev")
+"""The sign test and its dev set state no directions: they measure the reading of unstated
+pairs, so the pack must not hand the scorer their answers' other half."""
+
+
+def test_core_pack_states_directions_and_none_for_the_sign_sets() -> None:
     from scenarios.pack import load_pack
 
     pack = load_pack("core").pack
     stated = pack.direction_map()
     assert len(stated) >= 12_000
     assert set(stated.values()) == {"for", "against", "unrelated", "open"}
-    signs = [e for e in pack.agreement_in("test") if e.kind.startswith("signs:")]
-    assert signs and not any((e.question, e.rot) in stated for e in signs)
-    # every labelled example with a question (bar the sign test, and the explanation-derived
+    signs = [e for e in pack.agreement_examples if e.kind.split(":", 1)[0] in SIGN_SOURCES]
+    assert {e.split for e in signs} == {"dev", "test"}
+    assert not any((e.question, e.rot) in stated for e in signs)
+    # every labelled example with a question (bar the sign sets, and the explanation-derived
     # examples, whose "RoT" is a reason the factored halves do not train on) has its
     # direction stated
     from training.factored_data import UNRELATED_KINDS
@@ -193,7 +199,7 @@ def test_core_pack_states_directions_and_none_for_the_sign_test() -> None:
     missing = [
         e.id
         for e in sourced
-        if not e.kind.startswith("signs:")
+        if e.kind.split(":", 1)[0] not in SIGN_SOURCES
         and e.kind != "own-explanation"
         and (e.question, e.rot) not in stated
     ]

@@ -157,6 +157,49 @@ def test_shipped_sign_test_set_is_separate_and_large_enough() -> None:
     ]
 
 
+def test_shipped_sign_dev_set_is_dev_only_balanced_and_apart_from_everything_else() -> None:
+    """The development counterpart of the sign test: the same three phenomena, dev split only,
+    both labels in each, and no question, answer or RoT shared with any other pack text, so
+    choosing on it reads neither training data nor the test set."""
+    sources = _core_sources()
+    dev = sources.get("signs-dev", [])
+    assert len(dev) >= 300 and {e.split for e in dev} == {"dev"}
+    by_phenomenon = Counter((e.kind.split(":", 1)[1], e.label) for e in dev)
+    for phenomenon in ("flat-yes-no", "negated-agreement", "hedged"):
+        assert by_phenomenon[(phenomenon, "agree")] >= 50, phenomenon
+        assert by_phenomenon[(phenomenon, "disagree")] >= 50, phenomenon
+    pack = load_pack("core").pack
+    others = {
+        normalise_text(text)
+        for q in pack.questions
+        for text in (q.question, *q.paraphrases, q.related_question, q.rot.text)
+    }
+    others |= {
+        normalise_text(text)
+        for source, rows in sources.items() if source != "signs-dev"
+        for e in rows
+        for text in (e.question, e.answer, e.rot)
+    }  # fmt: skip
+    assert not [
+        e.id for e in dev if {normalise_text(t) for t in (e.question, e.answer, e.rot)} & others
+    ]
+    triples = {tuple(normalise_text(t) for t in (e.question, e.answer, e.rot)) for e in dev}
+    assert len(triples) == len(dev)
+
+
+def test_sign_dev_set_is_a_scorer_eval_set_and_held_out_from_training() -> None:
+    from evaluators.scorer_eval import pack_sets
+    from training.scorer_data import held_out_texts
+
+    pack = load_pack("core").pack
+    sets = {s.name: s for s in pack_sets(pack)}
+    assert len(sets["signs-dev"].items) == len(_core_sources()["signs-dev"])
+    held_questions, held_rots = held_out_texts(pack)
+    dev = _core_sources()["signs-dev"]
+    assert {e.question for e in dev} <= set(held_questions)
+    assert {e.rot for e in dev} <= set(held_rots)
+
+
 def test_shipped_factorial_and_pair_data_cover_both_sides_and_state_directions() -> None:
     """Question x answer x RoT items: each answer against an RoT for and one against the act,
     so the same answer carries both labels; norm-action pairs: a following and a breaking

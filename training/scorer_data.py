@@ -105,9 +105,9 @@ def held_out_texts(pack: Any) -> tuple[list[str], list[str]]:
             questions += [q.question, *q.paraphrases, q.related_question]
             rots += question_rules(q)
     for e in pack.agreement_examples:
-        # Hand-written held-out sets (hard cases, the sign test set); not bot replies, which are
+        # Hand-written held-out sets (hard cases, the sign sets); not bot replies, which are
         # asked from train questions, nor the examples derived from the questions above.
-        if e.split in ("dev", "test") and e.kind.split(":", 1)[0] in ("hard", "signs"):
+        if e.split in ("dev", "test") and e.kind.split(":", 1)[0] in ("hard", "signs", "signs-dev"):
             questions.append(e.question)
             rots.append(e.rot)
     return [q for q in questions if q.strip()], rots
