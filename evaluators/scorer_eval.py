@@ -7,8 +7,8 @@ the fine-tuned cross-encoder or an LLM judge. The sets:
   plus the hand-written hard cases), and the hard cases alone per phenomenon (`hard-test`);
 - the pack's separately written sign test set (`signs-test`: flat yes/no, negated agreement,
   hedged answers; written after and apart from the training data) and its development
-  counterpart (`signs-dev`: the same phenomena by yet another writer, for choosing a recipe
-  without reading the test set);
+  counterpart (`signs-dev`: the same phenomena by three other writers, for choosing a recipe
+  without reading the test set; neither is trained or selected on);
 - the pack's labelled bot replies held out for testing (`bot-test`), when the pack has them;
 - Moral Stories norm/action pairs (`moral-stories`, pairwise and sign accuracy) -- real,
   human-written text in a style the training data does not copy;

@@ -342,7 +342,8 @@ def _scorer_data(
 ) -> tuple[dict[str, list[Any]], Any]:
     """Labelled examples per split for `train scorer`, and the pack they came from (None for
     MIC data): MIC rows with their neutral augmentations, or the pack's examples with any
-    Social-Chem examples added."""
+    Social-Chem examples added. A pack's sign sets stay out of train and dev (they measure
+    scorers), and are in test."""
     from scenarios.agreement_examples import augment_agreement_examples
     from scenarios.loaders import load_mic
     from scenarios.pack import load_pack
@@ -358,8 +359,11 @@ def _scorer_data(
             highlight=False,
         )
         return splits, None
+    from training.scorer import trainable
+
     data = load_pack(pack).pack
     splits = {s: data.agreement_in(s) for s in ("train", "dev", "test")}
+    splits["train"], splits["dev"] = trainable(splits["train"]), trainable(splits["dev"])
     if social_chem:
         from scenarios.loaders import load_social_chem
         from scenarios.social_chem_agreement import social_chem_examples

@@ -166,8 +166,9 @@ def test_shipped_sign_dev_set_is_dev_only_balanced_and_apart_from_everything_els
     assert len(dev) >= 300 and {e.split for e in dev} == {"dev"}
     by_phenomenon = Counter((e.kind.split(":", 1)[1], e.label) for e in dev)
     for phenomenon in ("flat-yes-no", "negated-agreement", "hedged"):
-        assert by_phenomenon[(phenomenon, "agree")] >= 50, phenomenon
-        assert by_phenomenon[(phenomenon, "disagree")] >= 50, phenomenon
+        assert by_phenomenon[(phenomenon, "agree")] >= 45, phenomenon
+        assert by_phenomenon[(phenomenon, "disagree")] >= 45, phenomenon
+    assert set(p for p, _ in by_phenomenon) == {"flat-yes-no", "negated-agreement", "hedged"}
     pack = load_pack("core").pack
     others = {
         normalise_text(text)
@@ -187,6 +188,28 @@ def test_shipped_sign_dev_set_is_dev_only_balanced_and_apart_from_everything_els
     assert len(triples) == len(dev)
 
 
+def test_sign_dev_set_shares_no_scenario_with_the_sign_test() -> None:
+    """Writers converge on the same everyday scenarios; a dev item that retells a test item
+    ("five minutes in the disabled spot" against "two minutes") would let choosing on dev read
+    the test. The assembly dropped them by MiniLM similarity; this checks the word overlap."""
+
+    def words(text: str) -> set[str]:
+        return set(normalise_text(text).split())
+
+    def overlap(a: set[str], b: set[str]) -> float:
+        return len(a & b) / len(a | b)
+
+    sources = _core_sources()
+    test = [(words(e.question), words(e.rot)) for e in sources["signs"]]
+    near = [
+        e.id
+        for e in sources["signs-dev"]
+        for question, rot in test
+        if overlap(words(e.question), question) >= 0.6 or overlap(words(e.rot), rot) >= 0.6
+    ]
+    assert not near
+
+
 def test_sign_dev_set_is_a_scorer_eval_set_and_held_out_from_training() -> None:
     from evaluators.scorer_eval import pack_sets
     from training.scorer_data import held_out_texts
@@ -198,6 +221,20 @@ def test_sign_dev_set_is_a_scorer_eval_set_and_held_out_from_training() -> None:
     dev = _core_sources()["signs-dev"]
     assert {e.question for e in dev} <= set(held_questions)
     assert {e.rot for e in dev} <= set(held_rots)
+
+
+def test_no_scorer_trains_or_picks_its_epoch_on_the_sign_sets() -> None:
+    from moralsim.cli import _scorer_data
+    from training.scorer import EVALUATION_ONLY_SOURCES, recipe_examples
+
+    pack = load_pack("core").pack
+    assert {e.source for e in pack.agreement_in("dev")} >= {"signs-dev", "written"}
+    for split in ("train", "dev"):
+        everything = recipe_examples(pack, (), split)  # a recipe naming no source: all of them
+        assert everything and not {e.source for e in everything} & set(EVALUATION_ONLY_SOURCES)
+    splits, _ = _scorer_data("core", None, None, 0)  # `moralsim train scorer` on a pack
+    assert not {e.source for e in splits["train"] + splits["dev"]} & set(EVALUATION_ONLY_SOURCES)
+    assert "signs" in {e.source for e in splits["test"]}
 
 
 def test_shipped_factorial_and_pair_data_cover_both_sides_and_state_directions() -> None:

@@ -107,6 +107,16 @@ class ScorerTrainingConfig:
     )
 
 
+EVALUATION_ONLY_SOURCES: tuple[str, ...] = ("signs", "signs-dev")
+"""Labelled sets kept for measuring scorers (the sign test and its development set): never
+trained on, nor used to pick a training epoch, so a figure on them stays a held-out one."""
+
+
+def trainable(examples: Sequence[AgreementExample]) -> list[AgreementExample]:
+    """The examples a scorer may train or select its epoch on: all but the evaluation-only sets."""
+    return [e for e in examples if e.source not in EVALUATION_ONLY_SOURCES]
+
+
 REFERENCE_ANSWER_KINDS: tuple[str, ...] = (
     "own-rot",
     "own-rot-paraphrase",
@@ -609,7 +619,7 @@ def recipe_key(recipe: ScorerTrainingConfig) -> dict[str, Any]:
 
 def recipe_examples(pack: Any, sources: Sequence[str], split: str) -> list[AgreementExample]:
     """A split's examples from a recipe's sources (all of them when it names none)."""
-    return [e for e in pack.agreement_in(split) if not sources or e.source in sources]
+    return [e for e in trainable(pack.agreement_in(split)) if not sources or e.source in sources]
 
 
 def training_data_digest(*splits: Sequence[AgreementExample]) -> str:

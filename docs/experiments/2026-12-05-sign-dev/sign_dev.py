@@ -1,7 +1,7 @@
 """Where the default scorer loses the signs of flat, negated and hedged answers (2026-12-05).
 
-Reads the core pack's development sign set (`signs-dev`, 366 items written for this by a new
-writer) and, as a contrast, the pack's other dev sets that ask a question, with the parts of
+Reads the core pack's development sign set (`signs-dev`, 309 items written for this by three
+new writers) and, as a contrast, the pack's other dev sets that ask a question, with the parts of
 a prepared `agreement-probe` folder:
 
 - W: `agreement-minilm` reading the whole (question, answer, RoT);
@@ -83,7 +83,32 @@ def figures_for(
         row["direction accuracy, R"] = direction_accuracy(r, true, mask)
         row["n"] = int(mask.sum())
         out[group] = row
+    out["direction_confusion, D"] = direction_confusion(d, true)
+    out["direction accuracy, D with its log-odds shifted toward for"] = {
+        str(shift): direction_accuracy(shifted(d, shift), true, ones) for shift in (0.5, 1.0, 2.0)
+    }
     return out
+
+
+def direction_confusion(d: np.ndarray, true: np.ndarray) -> dict[str, int]:
+    """How the probe reads RoTs that are for and against the act (for / against only)."""
+    read = np.where(d[:, 0] > d[:, 2], "for", "against")
+    gold = np.where(true[:, 0] == 1, "for", np.where(true[:, 2] == 1, "against", "-"))
+    return {
+        f"{g} read {r}": int(((gold == g) & (read == r)).sum())
+        for g in ("for", "against")
+        for r in ("for", "against")
+    }
+
+
+def shifted(d: np.ndarray, shift: float) -> np.ndarray:
+    """The probe's reading with `shift` added to log P(for) - log P(against): a prior
+    correction, to see whether its misses are a bias toward one side or confident errors."""
+    out = d.copy()
+    scale = np.exp(shift / 2)
+    out[:, 0] *= scale
+    out[:, 2] /= scale
+    return out / out.sum(1, keepdims=True)
 
 
 def main(folder: str) -> None:
