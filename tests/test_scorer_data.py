@@ -288,3 +288,36 @@ def test_shipped_reasons_take_both_sides_of_factorial_questions_in_their_split()
         side = e.label == "agree" if stated[(e.question, e.rot)] == "for" else e.label != "agree"
         sides.setdefault(e.question, set()).add("for" if side else "against")
     assert sum(v == {"for", "against"} for v in sides.values()) >= 0.9 * len(sides)
+
+
+def test_shipped_concessions_are_stance_examples_that_leave_the_directions_as_they_were() -> None:
+    """Concession-then-lean answers: each judged against both RoTs of its factorial question,
+    in that question's split, an endorsing and a rejecting lean for most questions. Their
+    (question, RoT) pairs are all stated already, so a recipe that adds them has the same
+    direction examples as without them (the ones the shipped probe head was fitted on)."""
+    from training.factored_data import direction_examples, with_explanation_directions
+    from training.factored_scorer import DEFAULT_FACTORED_RECIPE
+    from training.scorer import recipe_examples
+
+    pack = load_pack("core").pack
+    by = _core_sources()
+    concessions, factorial = by.get("concessions", []), by.get("factorial", [])
+    assert len(concessions) >= 2_400
+    assert "concessions" not in DEFAULT_FACTORED_RECIPE.sources  # README, "Concessions"
+    stated = pack.direction_map()
+    assert all((e.question, e.rot) in stated for e in concessions)
+    assert {e.kind for e in concessions} == {"concessions:hedged-late"}
+    split_of = {e.question: e.split for e in factorial}
+    assert all(split_of[e.question] == e.split for e in concessions)
+    assert {e.split for e in concessions} == {"train", "dev"}
+    leans: dict[str, set[str]] = {}
+    for e in concessions:  # the answer's stance on the act, by the sign rule
+        endorses = (e.label == "agree") == (stated[(e.question, e.rot)] == "for")
+        leans.setdefault(e.question, set()).add("endorse" if endorses else "reject")
+    assert sum(v == {"endorse", "reject"} for v in leans.values()) >= 0.8 * len(leans)
+    labelled = with_explanation_directions(pack.questions, stated)
+    for split in ("train", "dev"):
+        rows = recipe_examples(pack, (*DEFAULT_FACTORED_RECIPE.sources, "concessions"), split)
+        without = [e for e in rows if e.source != "concessions"]
+        assert len(without) < len(rows)
+        assert direction_examples(rows, labelled) == direction_examples(without, labelled)

@@ -43,7 +43,9 @@ class FactoredRecipe:
     direction: ScorerTrainingConfig = field(default_factory=lambda: _half(DIRECTION_EPOCHS))
     sources: tuple[str, ...] = ("derived", "hard", "written", "bot", "factorial", "pairs")
     """Not `reasons`: with the written reasons (sources + reasons) the dev split's S_MR check
-    failed and Moral Stories moved 74.9 -> 75.3 (README, "Factoring the judgment")."""
+    failed and Moral Stories moved 74.9 -> 75.3 (README, "Factoring the judgment"). Not
+    `concessions`: over two seeds they raised the hedged answers' stance but cost written dev
+    a point and the hard cases eight (README, "Concessions")."""
 
     def half(self, name: str) -> ScorerTrainingConfig:
         return self.stance if name == "stance" else self.direction

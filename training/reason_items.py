@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +45,22 @@ def expand_reason(question: dict[str, Any], reason: dict[str, Any], side: str) -
     )  # fmt: skip
 
 
+Expand = Callable[[dict[str, Any], dict[str, Any], str], list[dict]]
+"""(question, written item, a reader's judgment of it) -> the item's rows against the
+question's RoTs, labelled from that judgment."""
+
+
 def expand_all(
     questions: list[dict[str, Any]],
     reasons: list[dict[str, Any]],
     ratings: dict[str, str],
+    expand: Expand = expand_reason,
+    judged: str = "side",
 ) -> tuple[dict[str, list[dict]], dict[str, str]]:
-    """Expanded rows per split (the writer's side as label) and the rater's side expanded to
-    the same row ids; reasons without a rating are left out."""
+    """Expanded rows per split (the writer's judgment, field `judged`, as label) and the
+    rater's judgment expanded to the same row ids; items without a rating are left out. Other
+    items written against the factorial questions (training.concession_items) pass their own
+    `expand` and field."""
     by_qid = {q["qid"]: q for q in questions}
     rows: dict[str, list[dict]] = {}
     row_ratings: dict[str, str] = {}
@@ -61,29 +71,45 @@ def expand_all(
             raise ValueError(f"{reason.get('id', '?')}: qid {qid!r} is not a question")
         if reason["id"] not in ratings:
             continue
-        written = expand_reason(question, reason, reason["side"])
-        rated = expand_reason(question, reason, ratings[reason["id"]])
+        written = expand(question, reason, reason[judged])
+        rated = expand(question, reason, ratings[reason["id"]])
         rows.setdefault(question["split"], []).extend(written)
         row_ratings.update({r["id"]: r["label"] for r in rated})
     return rows, row_ratings
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def write_expanded(out: Path, rows: dict[str, list[dict]], row_ratings: dict[str, str]) -> None:
+    """`expanded_{split}.jsonl` per split and `ratings_expanded.jsonl`, the inputs of
+    training.scorer_data."""
+    out.mkdir(parents=True, exist_ok=True)
+    for split, split_rows in rows.items():
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in split_rows)
+        (out / f"expanded_{split}.jsonl").write_text(text, encoding="utf-8")
+    text = "".join(json.dumps({"id": k, "label": v}) + "\n" for k, v in row_ratings.items())
+    (out / "ratings_expanded.jsonl").write_text(text, encoding="utf-8")
+    print({split: len(r) for split, r in rows.items()}, f"{len(row_ratings)} rated rows")
+
+
+def expand_cli(
+    argv: list[str] | None, description: str, items_flag: str, rating_field: str,
+    expand: Expand, judged: str,
+) -> None:  # fmt: skip
+    """The command line of every expander of items written against the factorial questions:
+    questions, written items (`--{items_flag}`) and blind ratings in, expanded files out."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--questions", nargs="+", required=True)
-    parser.add_argument("--reasons", nargs="+", required=True)
+    parser.add_argument(f"--{items_flag}", nargs="+", required=True)
     parser.add_argument("--ratings", nargs="+", required=True)
     parser.add_argument("--out", type=Path, required=True, help="Folder for the expanded files.")
     args = parser.parse_args(argv)
-    ratings = {r["id"]: r["label"] for r in read_jsonl(args.ratings)}
-    rows, row_ratings = expand_all(read_jsonl(args.questions), read_jsonl(args.reasons), ratings)
-    args.out.mkdir(parents=True, exist_ok=True)
-    for split, split_rows in rows.items():
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in split_rows)
-        (args.out / f"expanded_{split}.jsonl").write_text(text, encoding="utf-8")
-    text = "".join(json.dumps({"id": k, "label": v}) + "\n" for k, v in row_ratings.items())
-    (args.out / "ratings_expanded.jsonl").write_text(text, encoding="utf-8")
-    print({split: len(r) for split, r in rows.items()}, f"{len(row_ratings)} rated rows")
+    ratings = {r["id"]: r[rating_field] for r in read_jsonl(args.ratings)}
+    items = read_jsonl(getattr(args, items_flag))
+    rows, row_ratings = expand_all(read_jsonl(args.questions), items, ratings, expand, judged)
+    write_expanded(args.out, rows, row_ratings)
+
+
+def main(argv: list[str] | None = None) -> None:
+    expand_cli(argv, __doc__.split("\n\n")[0], "reasons", "label", expand_reason, "side")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ true direction is known. Sign accuracy counts an item right when AS = P(agree) -
 has the label's sign (neutral items are left out).
 
     python docs/experiments/2026-12-05-sign-dev/sign_dev.py ~/.cache/moralsim/models/agreement-probe
+
+A second argument names another output file (another experiment's reading of its own folder).
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ def shifted(d: np.ndarray, shift: float) -> np.ndarray:
     return out / out.sum(1, keepdims=True)
 
 
-def main(folder: str) -> None:
+def main(folder: str, out: Path = HERE / "figures.json") -> None:
     pack = load_pack(CORE_PACK).pack
     stated = pack.direction_map()
     written_directions = {
@@ -133,8 +135,8 @@ def main(folder: str) -> None:
             phenomena = ["-"] * len(examples)
         figures[source] = figures_for(scorer, examples, np.array(true), phenomena)
         print(source, json.dumps(figures[source]["all"]), flush=True)
-    (HERE / "figures.json").write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], *(Path(arg) for arg in sys.argv[2:3]))
