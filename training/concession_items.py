@@ -16,7 +16,10 @@ it, labelled by the factored scorer's sign rule, as the written reasons are
 (training.reason_items). A rater read each answer blind (question and answer only) and gave
 its stance; training.scorer_data keeps an answer's examples only when both saw the same one.
 The RoTs and their directions are the factorial set's, so these answers add stance examples
-and no new direction example. Usage:
+and no new direction example. The questions file holds, per factorial question, its `qid`,
+`question`, `split`, `rot_for` and `rot_against` as the pack states them, and `act_negated`
+where the sets' flat endorsing answer (row `-a1-`) to a "Do I have to X?" question says
+"No" (73 questions). Usage:
 
     python -m training.concession_items --questions data/agreement_raw/cs/questions.jsonl \
         --answers 'data/agreement_raw/cs/answers_b*.jsonl' \
@@ -32,7 +35,6 @@ from training.reason_items import expand_cli
 
 PHENOMENON = "hedged-late"
 """The phenomenon every expanded row carries: a hedge whose lean comes last."""
-
 
 NEGATED = {"endorse": "reject", "reject": "endorse", "none": "none"}
 """A stance on doing X -> the stance on not doing X."""
