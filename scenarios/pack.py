@@ -7,6 +7,8 @@ version: "1"
 questions: questions.jsonl        # required
 safety_rots: safety_rots.jsonl    # optional
 agreement: agreement_hard.jsonl   # optional labelled examples: one file or a list of files
+agreement_directions: dirs.jsonl  # optional: which way each question's RoTs point on its act
+direction_pairs: pairs.jsonl      # optional: written (question, RoT, direction) training pairs
 dilemmas: dilemmas.yaml           # optional
 min_paraphrases: 5
 derive_agreement: true            # add examples derived from the questions
@@ -28,6 +30,7 @@ from scenarios.loaders import (
     ScenarioLoadError,
     load_agreement_examples,
     load_dilemmas,
+    load_direction_pairs,
     load_questions,
     load_rot_directions,
     load_safety_rots,
@@ -45,6 +48,7 @@ MANIFEST_KEYS = (
     "safety_rots",
     "agreement",
     "agreement_directions",
+    "direction_pairs",
     "dilemmas",
     "min_paraphrases",
     "derive_agreement",
@@ -137,6 +141,10 @@ def load_pack(spec: str | Path, *, skip_invalid: bool = False) -> PackLoad:
     for name in _file_list(manifest, "agreement_directions", folder):
         directions, found = load_rot_directions(folder / name, skip_invalid=skip_invalid)
         pack.rot_directions += directions
+        issues += found
+    for name in _file_list(manifest, "direction_pairs", folder):
+        pairs, found = load_direction_pairs(folder / name, skip_invalid=skip_invalid)
+        pack.direction_pairs += pairs
         issues += found
     if manifest.get("dilemmas"):
         pack.dilemmas, found = load_dilemmas(

@@ -95,6 +95,23 @@ class RotDirection:
 
 
 @dataclass(frozen=True)
+class DirectionPair:
+    """A written (question, RoT) pair with the RoT's direction on the question's act, for
+    training a direction reader only (scenarios.loaders.direction_pairs). Unlike a
+    RotDirection it states nothing about the pack's own questions: its question is no pack
+    question, and a run never reads it."""
+
+    id: str
+    question: str
+    rot: str
+    direction: str
+    split: Split
+    source: str = "directions"
+    form: str = "unspecified"
+    """How the RoT says its side (plain, negated-opposite, ...), for slicing figures."""
+
+
+@dataclass(frozen=True)
 class Statement:
     """A DIT issue statement and the stage it is keyed to."""
 
@@ -135,6 +152,7 @@ class ScenarioPack:
     agreement_examples: list[AgreementExample] = field(default_factory=list)
     dilemmas: list[Dilemma] = field(default_factory=list)
     rot_directions: list[RotDirection] = field(default_factory=list)
+    direction_pairs: list[DirectionPair] = field(default_factory=list)
 
     def questions_in(self, split: str) -> list[MoralQuestion]:
         """Questions of one split ('all' for every split)."""
@@ -142,6 +160,9 @@ class ScenarioPack:
 
     def agreement_in(self, split: str) -> list[AgreementExample]:
         return [e for e in self.agreement_examples if split == "all" or e.split == split]
+
+    def direction_pairs_in(self, split: str) -> list[DirectionPair]:
+        return [d for d in self.direction_pairs if split == "all" or d.split == split]
 
     def direction_map(self) -> dict[tuple[str, str], str]:
         """(question, RoT) -> the RoT's stated direction on the question's act."""

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from scenarios.phrases import strip_because
-from scenarios.types import AgreementExample, MoralQuestion
+from scenarios.types import AgreementExample, DirectionPair, MoralQuestion
 
 DERIVATION_VERSION = 2
 """Bumped whenever the halves' examples are derived differently (2: explanations and written
@@ -133,6 +133,24 @@ def direction_examples(
     for r in reason_examples(examples, directions):  # S_ME's input, where no pair has it
         out.setdefault((r.answer, r.rot), r)
     return list(out.values())
+
+
+def pair_examples(pairs: Iterable[DirectionPair]) -> list[AgreementExample]:
+    """Written direction pairs (scenarios.loaders.direction_pairs) in the direction half's
+    shape: the question is the act, the RoT's direction its label. They come after the
+    examples drawn from labelled answers and add only (act, RoT) inputs not already there."""
+    return [
+        AgreementExample(
+            id=p.id,
+            question="",
+            answer=p.question,
+            rot=p.rot,
+            label=DIRECTION_LABEL[p.direction],  # type: ignore[arg-type]
+            split=p.split,
+            kind=f"{p.source}:{p.form}",
+        )
+        for p in pairs
+    ]
 
 
 def reason_examples(

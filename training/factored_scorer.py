@@ -21,6 +21,7 @@ from scenarios.types import AgreementExample, ScenarioPack
 from training.factored_data import (
     direction_examples,
     leaks,
+    pair_examples,
     stance_examples,
     with_explanation_directions,
 )
@@ -45,7 +46,10 @@ class FactoredRecipe:
     """Not `reasons`: with the written reasons (sources + reasons) the dev split's S_MR check
     failed and Moral Stories moved 74.9 -> 75.3 (README, "Factoring the judgment"). Not
     `concessions`: over two seeds they raised the hedged answers' stance but cost written dev
-    a point and the hard cases eight (README, "Concessions")."""
+    a point and the hard cases eight (README, "Concessions"). Not `directions` (the written
+    direction pairs): the probe head fitted with them reads signs-dev's RoT directions no
+    better (79.6 -> 78.6) and the default's signs no better (70.2 both), and pack dev
+    direction macro-F1 falls 0.9 (README, "Direction pairs")."""
 
     def half(self, name: str) -> ScorerTrainingConfig:
         return self.stance if name == "stance" else self.direction
@@ -79,8 +83,23 @@ def factored_splits(
     train, dev = (recipe_examples(pack, recipe.sources, name) for name in ("train", "dev"))
     return {
         "stance": (stance_examples(train, directions), stance_examples(dev, directions)),
-        "direction": (direction_examples(train, directions), direction_examples(dev, directions)),
+        "direction": (
+            _with_pairs(direction_examples(train, directions), pack, recipe, "train"),
+            _with_pairs(direction_examples(dev, directions), pack, recipe, "dev"),
+        ),
     }
+
+
+def _with_pairs(
+    examples: list[AgreementExample], pack: ScenarioPack, recipe: FactoredRecipe, split: str
+) -> list[AgreementExample]:
+    """The direction examples plus the pack's written direction pairs of the split whose
+    source the recipe names, where their (act, RoT) input is new."""
+    out = {(e.answer, e.rot): e for e in examples}
+    pairs = [p for p in pack.direction_pairs_in(split) if p.source in recipe.sources]
+    for e in pair_examples(pairs):
+        out.setdefault((e.answer, e.rot), e)
+    return list(out.values())
 
 
 def train_factored_scorer(

@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> None:
         REFERENCE_ANSWER_KINDS,
         ScorerTrainingConfig,
         train_agreement_classifier,
+        trainable,
     )
 
     pack = load_pack(args.pack).pack
@@ -110,9 +111,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.independent:
         excluded |= set(REFERENCE_ANSWER_KINDS)
     train = [
-        e for e in pack.agreement_in("train") if source(e) in sources and e.kind not in excluded
+        e
+        for e in trainable(pack.agreement_in("train"))
+        if source(e) in sources and e.kind not in excluded
     ]
-    dev = [e for e in pack.agreement_in("dev") if source(e) in sources]
+    dev = [e for e in trainable(pack.agreement_in("dev")) if source(e) in sources]
     pairs = load_moral_stories(args.moral_stories)[0]
     cfg = ScorerTrainingConfig(
         epochs=args.epochs,

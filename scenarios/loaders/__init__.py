@@ -3,6 +3,7 @@
 from scenarios.loaders._common import LoadIssue, ScenarioLoadError
 from scenarios.loaders.agreement import load_agreement_examples
 from scenarios.loaders.dilemmas import load_dilemmas
+from scenarios.loaders.direction_pairs import load_direction_pairs
 from scenarios.loaders.directions import load_rot_directions
 from scenarios.loaders.mcc import ParaphraseSet, load_mcc
 from scenarios.loaders.mic import MicRow, load_mic
@@ -20,6 +21,7 @@ __all__ = [
     "SocialChemRow",
     "load_agreement_examples",
     "load_dilemmas",
+    "load_direction_pairs",
     "load_mcc",
     "load_mic",
     "load_moral_stories",
