@@ -13,6 +13,7 @@ from scenarios.loaders import ScenarioLoadError, load_direction_pairs
 from scenarios.pack import load_pack
 from scenarios.types import AgreementExample, DirectionPair, ScenarioPack
 from training.direction_pair_items import check_situation, expand
+from training.factored_data import pair_examples
 from training.factored_scorer import FactoredRecipe, factored_splits
 
 GOOD = {
@@ -36,7 +37,12 @@ def test_a_pair_file_loads_and_its_errors_name_the_line_and_field(tmp_path: Path
     assert rows == [DirectionPair("p1", GOOD["question"], GOOD["rot"], "for", "train",
                                   "directions", "negated-opposite")]  # fmt: skip
     assert len(issues) == 1
-    for key, value in (("split", "later"), ("form", ""), ("extra", 1)):
+    path.write_text(json.dumps({**GOOD, "direction": "unrelated", "source": "mine"}) + "\n")
+    (pair,) = load_direction_pairs(path)[0]
+    assert pair_examples([pair])[0].label == "neutral" and pair_examples([pair])[0].kind == (
+        "mine:negated-opposite"
+    )
+    for key, value in (("split", "later"), ("form", ""), ("form", "two words"), ("extra", 1)):
         path.write_text(json.dumps({**GOOD, key: value}) + "\n")
         with pytest.raises(ScenarioLoadError, match=key):
             load_direction_pairs(path)
@@ -115,19 +121,30 @@ def test_a_situation_gives_each_rot_on_the_act_and_turned_on_the_opposite_choice
     assert by_id["b1-001-a2"] == (SITUATION["q_act"], "agree")  # for the act
     assert by_id["b1-001-o2"] == (SITUATION["q_opp"], "disagree")  # against its opposite
     assert by_id["b1-001-a4"][1] == "disagree" and by_id["b1-001-o4"][1] == "agree"
+    forms = {i["id"]: i["phenomenon"] for i in items}  # named against the question's own act
+    assert [forms[f"b1-001-a{n}"] for n in range(1, 5)] == [
+        "plain", "negated-opposite", "plain", "positive-opposite"
+    ]  # fmt: skip
+    assert [forms[f"b1-001-o{n}"] for n in range(1, 5)] == [
+        "positive-opposite", "plain", "negated-opposite", "plain"
+    ]  # fmt: skip
     assert {i["sid"] for i in items} == {"b1-001"} and all(i["answer"] == "" for i in items)
 
 
 def test_a_situation_needs_one_rot_of_each_form_on_its_own_side() -> None:
     wrong_side = json.loads(json.dumps(SITUATION))
     wrong_side["rots"][1]["on_act"] = "against"
-    with pytest.raises(ValueError, match="b1-001"):
+    with pytest.raises(ValueError, match="b1-001: a negated-opposite RoT cannot be against"):
         check_situation(wrong_side)
     missing = {**SITUATION, "rots": SITUATION["rots"][:3]}
     with pytest.raises(ValueError, match="expected one of each"):
         check_situation(missing)
-    with pytest.raises(ValueError, match="q_opp is empty"):
+    with pytest.raises(ValueError, match="b1-001: field 'q_opp': missing or empty"):
         check_situation({**SITUATION, "q_opp": " "})
+    no_text = json.loads(json.dumps(SITUATION))
+    del no_text["rots"][2]["rot"]
+    with pytest.raises(ValueError, match=r"field 'rots\[2\]\.rot'"):
+        check_situation(no_text)
 
 
 def test_shipped_pairs_are_balanced_leak_free_and_reach_the_direction_half_only() -> None:
@@ -136,10 +153,9 @@ def test_shipped_pairs_are_balanced_leak_free_and_reach_the_direction_half_only(
     them gains direction examples and no stance example (the default does not name them)."""
     from dataclasses import replace
 
-    from scenarios.phrases import strip_because
     from training.factored_data import with_explanation_directions
     from training.factored_scorer import DEFAULT_FACTORED_RECIPE
-    from training.scorer_data import normalise_text
+    from training.scorer_data import held_out_texts, normalise_text
 
     pack = load_pack("core").pack
     pairs = pack.direction_pairs
@@ -151,14 +167,8 @@ def test_shipped_pairs_are_balanced_leak_free_and_reach_the_direction_half_only(
     for p in pairs:  # ids are <situation>-<a|o><n>
         split_of.setdefault(p.id.rsplit("-", 1)[0], set()).add(p.split)
     assert all(len(v) == 1 for v in split_of.values())
-    held: set[str] = set()
-    for q in pack.questions:
-        if q.split != "train":
-            held |= {normalise_text(t) for t in (q.question, *q.paraphrases, q.related_question)}
-            held |= {normalise_text(q.rot.text), normalise_text(strip_because(q.explanation))}
-    for e in pack.agreement_examples:
-        if e.source in ("signs", "signs-dev", "hard") and e.split != "train":
-            held |= {normalise_text(e.question), normalise_text(e.rot)}
+    held_questions, held_rots = held_out_texts(pack)  # dev/test questions, hard and sign sets
+    held = {normalise_text(t) for t in (*held_questions, *held_rots)}
     assert not [p.id for p in pairs if {normalise_text(p.question), normalise_text(p.rot)} & held]
     assert "directions" not in DEFAULT_FACTORED_RECIPE.sources  # README, "Direction pairs"
     recipe = replace(

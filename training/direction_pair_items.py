@@ -26,6 +26,7 @@ question or RoT retells a sign-set item is dropped whole.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -35,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from training.factored_data import DIRECTION_LABEL
-from training.scorer_data import assemble, leaking, read_jsonl
+from training.scorer import EVALUATION_ONLY_SOURCES
+from training.scorer_data import assemble, leaking
 
 FORMS: dict[str, str] = {
     "plain-for": "for",
@@ -45,10 +47,18 @@ FORMS: dict[str, str] = {
 }
 """Each situation's four RoT forms (the writer's `form`, with `plain` split by side) and
 their direction on the act of `q_act`."""
+FORMS_WRITTEN = ("plain", "negated-opposite", "positive-opposite")
 
 TURNED = {"for": "against", "against": "for"}
+FORM_ON_OPPOSITE = {
+    "plain-for": "positive-opposite",
+    "negated-opposite": "plain",
+    "plain-against": "negated-opposite",
+    "positive-opposite": "plain",
+}
+"""A RoT's form named against the opposite choice: "You shouldn't suffer in silence"
+(negated-opposite for telling) is a plain rule against keeping quiet."""
 LABEL_DIRECTION = {label: direction for direction, label in DIRECTION_LABEL.items()}
-SIGN_SET_SOURCES = ("signs", "signs-dev")
 SIGN_QUESTION_SIMILARITY = 0.8
 SIGN_ROT_SIMILARITY = 0.85
 """MiniLM cosines at which a question or RoT retells a sign-set item (the thresholds that took
@@ -60,12 +70,25 @@ def form_of(rot: dict[str, Any]) -> str:
 
 
 def check_situation(situation: dict[str, Any]) -> None:
-    """One of each form, each with the direction its form implies; both questions written."""
-    sid = situation.get("sid", "?")
+    """One of each form, each with the direction its form implies; every text written."""
+    sid = situation.get("sid")
+    if not isinstance(sid, str) or not sid.strip():
+        raise ValueError("field 'sid': missing or empty")
     for key in ("q_act", "q_opp"):
-        if not str(situation.get(key, "")).strip():
-            raise ValueError(f"{sid}: {key} is empty")
-    forms = sorted(form_of(r) for r in situation["rots"])
+        if not isinstance(situation.get(key), str) or not situation[key].strip():
+            raise ValueError(f"{sid}: field '{key}': missing or empty")
+    rots = situation.get("rots")
+    if not isinstance(rots, list) or not all(isinstance(r, dict) for r in rots):
+        raise ValueError(f"{sid}: field 'rots': must be a list of objects")
+    for n, rot in enumerate(rots):
+        if not isinstance(rot.get("rot"), str) or not rot["rot"].strip():
+            raise ValueError(f"{sid}: field 'rots[{n}].rot': missing or empty")
+        if rot.get("on_act") not in TURNED or rot.get("form") not in FORMS_WRITTEN:
+            raise ValueError(
+                f"{sid}: field 'rots[{n}]': on_act must be for/against and form one of "
+                f"{', '.join(FORMS_WRITTEN)}"
+            )
+    forms = sorted(form_of(r) for r in rots)
     if forms != sorted(FORMS):
         raise ValueError(f"{sid}: RoT forms {forms}, expected one of each of {sorted(FORMS)}")
     for rot in situation["rots"]:
@@ -81,7 +104,9 @@ def expand(situation: dict[str, Any]) -> list[dict[str, Any]]:
     items = []
     for side, key in (("a", "q_act"), ("o", "q_opp")):
         for n, rot in enumerate(situation["rots"], start=1):
-            direction = rot["on_act"] if side == "a" else TURNED[rot["on_act"]]
+            on_act = side == "a"
+            direction = rot["on_act"] if on_act else TURNED[rot["on_act"]]
+            form = rot["form"] if on_act else FORM_ON_OPPOSITE[form_of(rot)]
             items.append(
                 {
                     "id": f"{sid}-{side}{n}",
@@ -90,7 +115,7 @@ def expand(situation: dict[str, Any]) -> list[dict[str, Any]]:
                     "answer": "",
                     "rot": rot["rot"].strip(),
                     "label": DIRECTION_LABEL[direction],
-                    "phenomenon": rot["form"],
+                    "phenomenon": form,
                 }
             )
     return items
@@ -102,7 +127,7 @@ def retelling_sign_sets(
     embed: Callable[[Sequence[str]], np.ndarray],
 ) -> set[str]:
     """Situations (sids) with a question or RoT near one of the sign sets' items."""
-    held = [e for e in pack.agreement_examples if e.source in SIGN_SET_SOURCES]
+    held = [e for e in pack.agreement_examples if e.source in EVALUATION_ONLY_SOURCES]
     near = leaking(items, [e.question for e in held], [], embed, SIGN_QUESTION_SIMILARITY)
     near |= leaking(items, [], [e.rot for e in held], embed, SIGN_ROT_SIMILARITY)
     return {items[i]["sid"] for i in near}
@@ -124,6 +149,29 @@ def pair_rows(kept: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def _rating(row: dict[str, Any]) -> tuple[str, str]:
+    """(pair id, the rating as an agreement label)."""
+    if not isinstance(row.get("id"), str) or row.get("direction") not in DIRECTION_LABEL:
+        raise ValueError(f"field 'direction': must be one of {', '.join(DIRECTION_LABEL)}")
+    return row["id"], DIRECTION_LABEL[row["direction"]]
+
+
+def _rows(patterns: Sequence[str], parse: Callable[[dict[str, Any]], Any]) -> list[Any]:
+    """Each JSON line of the files the globs match, parsed; an error names file and line."""
+    out = []
+    for pattern in patterns:
+        for path in sorted(glob.glob(pattern)):
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    out.append(parse(json.loads(line)))
+                except (ValueError, AttributeError) as exc:
+                    raise ValueError(f"{path}: line {number}: {exc}") from None
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--situations", nargs="+", required=True)
@@ -138,8 +186,14 @@ def main(argv: list[str] | None = None) -> None:
     from evaluators.stack import encode_normalized
     from scenarios.pack import load_pack
 
-    items = [item for s in read_jsonl(args.situations) for item in expand(s)]
-    ratings = {r["id"]: DIRECTION_LABEL[r["direction"]] for r in read_jsonl(args.ratings)}
+    try:
+        items = [item for situation in _rows(args.situations, expand) for item in situation]
+        rated = _rows(args.ratings, _rating)
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    ratings = dict(rated)
+    if len(ratings) != len(rated):
+        raise SystemExit("error: a pair id is rated twice")
     pack = load_pack(args.pack).pack
     encoder = load_sentence_encoder("minilm-l6")
 

@@ -137,8 +137,7 @@ def direction_examples(
 
 def pair_examples(pairs: Iterable[DirectionPair]) -> list[AgreementExample]:
     """Written direction pairs (scenarios.loaders.direction_pairs) in the direction half's
-    shape: the question is the act, the RoT's direction its label. They come after the
-    examples drawn from labelled answers and add only (act, RoT) inputs not already there."""
+    shape: the question is the act, the RoT's direction its label."""
     return [
         AgreementExample(
             id=p.id,

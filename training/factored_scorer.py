@@ -47,8 +47,8 @@ class FactoredRecipe:
     failed and Moral Stories moved 74.9 -> 75.3 (README, "Factoring the judgment"). Not
     `concessions`: over two seeds they raised the hedged answers' stance but cost written dev
     a point and the hard cases eight (README, "Concessions"). Not `directions` (the written
-    direction pairs): the probe head fitted with them reads signs-dev's RoT directions no
-    better (79.6 -> 78.6) and the default's signs no better (70.2 both), and pack dev
+    direction pairs): the probe head fitted with them reads the RoT directions of signs-dev's
+    items no better (79.9% -> 78.6%) nor the default's signs (70.2 both), and pack dev
     direction macro-F1 falls 0.9 (README, "Direction pairs")."""
 
     def half(self, name: str) -> ScorerTrainingConfig:
@@ -93,8 +93,9 @@ def factored_splits(
 def _with_pairs(
     examples: list[AgreementExample], pack: ScenarioPack, recipe: FactoredRecipe, split: str
 ) -> list[AgreementExample]:
-    """The direction examples plus the pack's written direction pairs of the split whose
-    source the recipe names, where their (act, RoT) input is new."""
+    """The direction examples, then the pack's written direction pairs of the split whose
+    source the recipe names (only a recipe that names it: unlike agreement examples, an
+    empty source list takes none), where their (act, RoT) input is new."""
     out = {(e.answer, e.rot): e for e in examples}
     pairs = [p for p in pack.direction_pairs_in(split) if p.source in recipe.sources]
     for e in pair_examples(pairs):

@@ -26,7 +26,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,6 +41,9 @@ from evaluators.lm_probe import (
     read_probe_info,
 )
 from scenarios.pack import ScenarioPack
+
+if TYPE_CHECKING:
+    from training.factored_scorer import FactoredRecipe
 
 Progress = Callable[[str], None]
 
@@ -73,8 +76,11 @@ class ProbeRecipe:
 DEFAULT_PROBE_RECIPE = ProbeRecipe()
 
 
-def direction_split(pack: ScenarioPack) -> tuple[list[Example], list[Example]]:
-    """(train, dev) direction examples of the pack: the factored recipe's direction half's."""
+def direction_split(
+    pack: ScenarioPack, recipe: FactoredRecipe | None = None
+) -> tuple[list[Example], list[Example]]:
+    """(train, dev) direction examples of the pack: the factored recipe's direction half's
+    (the default recipe's unless another is named, as an experiment does)."""
     from training.factored_data import with_explanation_directions
     from training.factored_scorer import DEFAULT_FACTORED_RECIPE, factored_splits
 
@@ -85,7 +91,8 @@ def direction_split(pack: ScenarioPack) -> tuple[list[Example], list[Example]]:
             "the probe learns directions from them"
         )
     labelled = with_explanation_directions(pack.questions, stated)
-    train, dev = factored_splits(pack, DEFAULT_FACTORED_RECIPE, labelled)["direction"]
+    chosen = recipe or DEFAULT_FACTORED_RECIPE
+    train, dev = factored_splits(pack, chosen, labelled)["direction"]
     return [(e.answer, e.rot, e.label) for e in train], [(e.answer, e.rot, e.label) for e in dev]
 
 
@@ -103,8 +110,11 @@ def examples_digest(examples: list[Example]) -> str:
     return hashlib.sha256(json.dumps(examples).encode("utf-8")).hexdigest()
 
 
-def fit_head(x: np.ndarray, labels: list[str], c: float) -> LinearHead:
-    """Standardise, then an L2 multinomial logistic regression (sklearn, lbfgs)."""
+def fit_head(
+    x: np.ndarray, labels: list[str], c: float, weight: np.ndarray | None = None
+) -> LinearHead:
+    """Standardise, then an L2 multinomial logistic regression (sklearn, lbfgs); `weight`
+    counts each example that many times (an experiment's; the recipe weighs all alike)."""
     from sklearn.linear_model import LogisticRegression
 
     missing = sorted(set(AGREEMENT_LABELS) - set(labels))
@@ -114,7 +124,7 @@ def fit_head(x: np.ndarray, labels: list[str], c: float) -> LinearHead:
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0
     z = (x - mean) / scale
-    fit = LogisticRegression(C=c, max_iter=3000).fit(z, np.array(labels))
+    fit = LogisticRegression(C=c, max_iter=3000).fit(z, np.array(labels), sample_weight=weight)
     order = [list(fit.classes_).index(label) for label in AGREEMENT_LABELS]
     return LinearHead(mean, scale, fit.coef_[order], fit.intercept_[order])
 

@@ -104,18 +104,15 @@ def main(argv: list[str] | None = None) -> None:
     pack = load_pack(args.pack).pack
     sources = set(args.sources.split(","))
 
-    def source(e: Any) -> str:
-        return e.kind.split(":", 1)[0] if ":" in e.kind else "derived"
-
     excluded = set(filter(None, args.exclude_kinds.split(",")))
     if args.independent:
         excluded |= set(REFERENCE_ANSWER_KINDS)
     train = [
         e
         for e in trainable(pack.agreement_in("train"))
-        if source(e) in sources and e.kind not in excluded
+        if e.source in sources and e.kind not in excluded
     ]
-    dev = [e for e in trainable(pack.agreement_in("dev")) if source(e) in sources]
+    dev = [e for e in trainable(pack.agreement_in("dev")) if e.source in sources]
     pairs = load_moral_stories(args.moral_stories)[0]
     cfg = ScorerTrainingConfig(
         epochs=args.epochs,

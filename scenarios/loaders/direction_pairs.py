@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from scenarios.loaders._common import LoadIssue, RecordInvalid, load_jsonl_records, text_field
+from scenarios.loaders.directions import DIRECTIONS
 from scenarios.types import SPLITS, DirectionPair
 
-PAIR_DIRECTIONS: tuple[str, ...] = ("for", "against", "unrelated")
+PAIR_DIRECTIONS: tuple[str, ...] = tuple(d for d in DIRECTIONS if d != "open")
+"""A pair's question always proposes an act, so `open` is not a pair's direction."""
 KEYS = ("id", "question", "rot", "direction", "split", "form", "source")
 
 
@@ -44,10 +46,16 @@ def parse_direction_pair(data: dict[str, Any]) -> DirectionPair:
     )
 
 
+EXAMPLE_NAME = {"form": "negated-opposite", "source": "directions"}
+
+
 def _word(data: dict[str, Any], key: str) -> str:
+    """A name to slice figures by: one token without ':' (the kind is `source:form`)."""
     value = data[key]
-    if not isinstance(value, str) or not value.strip() or ":" in value:
-        raise RecordInvalid(key, f"must be a word such as plain, got {value!r}")
+    if not isinstance(value, str) or len(value.split()) != 1 or ":" in value:
+        raise RecordInvalid(
+            key, f"must be a name without spaces or ':', such as {EXAMPLE_NAME[key]}, got {value!r}"
+        )
     return value.strip()
 
 

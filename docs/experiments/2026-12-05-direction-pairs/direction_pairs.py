@@ -27,22 +27,23 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from evaluators.lm_probe import LastTokenStates, LinearHead, probe_prompt
+from evaluators.agreement import AGREEMENT_LABELS as LABELS
+from evaluators.lm_probe import LastTokenStates, probe_prompt
 from scenarios.pack import load_pack
 from scenarios.rot_direction import rot_direction
 from training.classification_metrics import classification_report
-from training.factored_data import pair_examples
-from training.lm_probe import DEFAULT_PROBE_RECIPE, direction_split, probe_examples
+from training.factored_scorer import DEFAULT_FACTORED_RECIPE
+from training.lm_probe import DEFAULT_PROBE_RECIPE, direction_split, fit_head, probe_examples
 
 HERE = Path(__file__).resolve().parent
 SIGN_DEV = HERE.parent / "2026-12-05-sign-dev" / "directions.jsonl"
 PREPARED = Path.home() / ".cache/moralsim/models/agreement-probe"
-LABELS = ("agree", "neutral", "disagree")
 AS_LABEL = {"for": "agree", "against": "disagree"}
 Example = tuple[str, str, str]
 
@@ -69,18 +70,6 @@ class StateCache:
             keys = list(self.rows)
             np.savez(self.path, texts=np.array(keys), x=np.stack([self.rows[t] for t in keys]))
         return np.stack([self.rows[t] for t in texts])
-
-
-def fit(x: np.ndarray, labels: list[str], c: float, weight: np.ndarray | None = None) -> Any:
-    """training.lm_probe.fit_head, with optional sample weights (for the weighted look)."""
-    from sklearn.linear_model import LogisticRegression
-
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[scale == 0] = 1.0
-    model = LogisticRegression(C=c, max_iter=3000)
-    model.fit((x - mean) / scale, np.array(labels), sample_weight=weight)
-    order = [list(model.classes_).index(label) for label in LABELS]
-    return LinearHead(mean, scale, model.coef_[order], model.intercept_[order])
 
 
 def figures(head: Any, x: np.ndarray, examples: list[Example]) -> dict[str, float]:
@@ -136,11 +125,13 @@ def main() -> None:
     c = DEFAULT_PROBE_RECIPE.c
     pack = load_pack("core").pack
     base = probe_examples(pack, DEFAULT_PROBE_RECIPE)
-    pairs, pairs_dev = (
-        [(e.answer, e.rot, e.label) for e in pair_examples(pack.direction_pairs_in(split))]
-        for split in ("train", "dev")
+    named = replace(
+        DEFAULT_FACTORED_RECIPE, sources=(*DEFAULT_FACTORED_RECIPE.sources, "directions")
     )
-    sets = {"pack dev": direction_split(pack)[1], "pairs dev": pairs_dev}
+    train, dev = direction_split(pack, named)
+    pairs = train[len(base) :]  # the pairs come after the recipe's own examples
+    pack_dev = direction_split(pack)[1]
+    sets = {"pack dev": pack_dev, "pairs dev": dev[len(pack_dev) :]}
     sets["signs-dev"] = sign_dev_directions(pack)
     cache = StateCache(args.cache)
 
@@ -151,10 +142,10 @@ def main() -> None:
     x_both, y_both = np.vstack([x_base, x_pairs]), [e[2] for e in base + pairs]
     three = np.r_[np.ones(len(base)), np.full(len(pairs), 3.0)]
     heads = {
-        "base": fit(x_base, [e[2] for e in base], c),
-        "pairs": fit(x_both, y_both, c),
-        "pairs weighted x3": fit(x_both, y_both, c, three),
-        "pairs, C = 0.03": fit(x_both, y_both, 0.03),
+        "base": fit_head(x_base, [e[2] for e in base], c),
+        "pairs": fit_head(x_both, y_both, c),
+        "pairs weighted x3": fit_head(x_both, y_both, c, three),
+        "pairs, C = 0.03": fit_head(x_both, y_both, 0.03),
     }
     out: dict[str, Any] = {"train": {"base": len(base), "pairs": len(pairs)}}
     for name, head in heads.items():
