@@ -72,9 +72,8 @@ class StateCache:
         return np.stack([self.rows[t] for t in texts])
 
 
-def figures(head: Any, x: np.ndarray, examples: list[Example]) -> dict[str, float]:
+def figures(p: np.ndarray, examples: list[Example]) -> dict[str, float]:
     """3-way macro-F1 and accuracy, and for/against accuracy on the for/against examples."""
-    p = head.probabilities(x)
     predicted = [LABELS[k] for k in p.argmax(axis=1)]
     gold = np.array([e[2] for e in examples])
     r = classification_report(list(gold), predicted, LABELS)
@@ -99,7 +98,7 @@ def sign_dev_directions(pack: Any) -> list[Example]:
     return [(q, rot, label) for (q, rot), label in out.items()]
 
 
-def recommending_form(cache: StateCache, head: Any, examples: list[Example]) -> Any:
+def recommending_form(cache: StateCache, head: Any, examples: list[Example]) -> np.ndarray:
     """The head's reading of each forbidding RoT's recommending form, for and against swapped."""
     texts, turned = [], []
     for act, rot, _ in examples:
@@ -108,12 +107,7 @@ def recommending_form(cache: StateCache, head: Any, examples: list[Example]) -> 
         turned.append(form.forbids)
     p = head.probabilities(cache(texts))
     p[np.array(turned)] = p[np.array(turned)][:, ::-1]
-
-    class Read:
-        def probabilities(self, _: np.ndarray) -> np.ndarray:
-            return p
-
-    return Read()
+    return p
 
 
 def main() -> None:
@@ -149,12 +143,11 @@ def main() -> None:
     }
     out: dict[str, Any] = {"train": {"base": len(base), "pairs": len(pairs)}}
     for name, head in heads.items():
-        out[name] = {s: figures(head, states(ex), ex) for s, ex in sets.items()}
+        out[name] = {s: figures(head.probabilities(states(ex)), ex) for s, ex in sets.items()}
         print(name, json.dumps(out[name]), flush=True)
     name = "base, recommending form"
     out[name] = {
-        s: figures(recommending_form(cache, heads["base"], ex), states(ex), ex)
-        for s, ex in sets.items()
+        s: figures(recommending_form(cache, heads["base"], ex), ex) for s, ex in sets.items()
     }
     print(name, json.dumps(out[name]), flush=True)
     for name in ("base", "pairs"):

@@ -61,12 +61,7 @@ def main() -> None:
         out[name] = {"seconds": result.seconds["direction"]}
         for s, ex in sets.items():
             p = np.asarray(reader.probabilities([AgreementItem("", a, r) for a, r, _ in ex]))
-
-            class Read:
-                def probabilities(self, _: np.ndarray, p: np.ndarray = p) -> np.ndarray:
-                    return p
-
-            out[name][s] = figures(Read(), p, ex)
+            out[name][s] = figures(p, ex)
         print(name, json.dumps(out[name]), flush=True)
     (HERE / "minilm_direction.json").write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
 
