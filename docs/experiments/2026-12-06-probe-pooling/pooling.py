@@ -1,0 +1,97 @@
+"""Does a mean-pooled readout of SmolLM2 carry RoT direction better than the last token?
+
+One forward pass per probe prompt gives both: the last token's state (what the shipped probe
+reads) and the masked mean over every prompt token, at the probe's layers 15/20/25/30, in
+bfloat16 autocast. Heads are fitted on the same seeded sample of the probe recipe's train
+examples (C from 0.003 / 0.01 / 0.03) and read on the pack's direction dev split and on
+signs-dev's RoT directions. About 8 minutes on 2 cores for 6,000 training examples.
+
+    PYTHONPATH=. python docs/experiments/2026-12-06-probe-pooling/pooling.py \
+        --train 6000 --cache /tmp/pool_states.npz --out figures.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "2026-12-05-direction-pairs"))
+
+from direction_pairs import figures, sign_dev_directions  # noqa: E402
+
+from agents.models import resolve_model  # noqa: E402
+from evaluators.lm_probe import probe_prompt  # noqa: E402
+from scenarios.pack import load_pack  # noqa: E402
+from training.lm_probe import DEFAULT_PROBE_RECIPE, direction_split, fit_head, probe_examples  # noqa: E402
+
+LAYERS = DEFAULT_PROBE_RECIPE.layers
+
+
+def read(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(last-token states, mean-pooled states) of each text, in the probe reader's batching."""
+    folder = resolve_model("smollm2-135m-instruct").path
+    tok = AutoTokenizer.from_pretrained(folder)
+    tok.padding_side = "left"
+    lm = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).base_model.eval()
+    width = lm.config.hidden_size * len(LAYERS)
+    last = np.zeros((len(texts), width), np.float32)
+    mean = np.zeros((len(texts), width), np.float32)
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    with torch.no_grad():
+        for s in range(0, len(order), 32):
+            batch = order[s : s + 32]
+            enc = tok([texts[i] for i in batch], return_tensors="pt", padding=True)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                hs = lm(**enc, output_hidden_states=True).hidden_states
+            m = enc["attention_mask"].unsqueeze(-1).float()
+            last[batch] = torch.cat([hs[k][:, -1, :] for k in LAYERS], 1).float().numpy()
+            pooled = [(hs[k].float() * m).sum(1) / m.sum(1) for k in LAYERS]
+            mean[batch] = torch.cat(pooled, 1).numpy()
+            if s % 640 == 0:
+                print(f"{s}/{len(order)}", flush=True)
+    return last, mean
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train", type=int, default=6000)
+    parser.add_argument("--cache", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    pack = load_pack("core").pack
+    train = probe_examples(pack, replace(DEFAULT_PROBE_RECIPE, examples=args.train))
+    sets = {"pack dev": direction_split(pack)[1], "signs-dev": sign_dev_directions(pack)}
+    all_ex = train + [e for ex in sets.values() for e in ex]
+    texts = [probe_prompt(rot, act) for act, rot, _ in all_ex]
+    if args.cache.is_file():
+        with np.load(args.cache) as cached:
+            last, mean = cached["last"], cached["mean"]
+    else:
+        last, mean = read(texts)
+        np.savez(args.cache, last=last, mean=mean)
+    n = len(train)
+    feats = {"last": last, "mean": mean, "last+mean": np.hstack([last, mean])}
+    y = [e[2] for e in train]
+    out = {}
+    for name, x in feats.items():
+        for c in (0.003, 0.01, 0.03):
+            head = fit_head(x[:n], y, c)
+            row, k = {}, n
+            for sname, ex in sets.items():
+                row[sname] = figures(head.probabilities(x[k : k + len(ex)]), ex)
+                k += len(ex)
+            out[f"{name} C={c}"] = row
+            print(name, c, json.dumps(row), flush=True)
+    args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
