@@ -32,10 +32,11 @@ A stated scorer with a **probe** (`"unstated": "agreement+probe"`, e.g. the embe
 readings: `agreement/` whole, and the answer's stance times the RoT's direction as a linear
 probe on a frozen LM reads it (`probe/`, evaluators.lm_probe), where a pair with no question
 is read by the probe's direction alone, as an action. The two read real text differently
-enough that their mean is better than either (README, "The probe scorer"). A bot's own reason
-(S_ME's input, `AgreementItem.reason`) is read by `agreement/` alone: the probe was fitted to
-read rules, and on the pack's dev questions it reads their explanations' direction right only
-65% of the time (their RoTs' 85%), while `agreement/` was trained on reasons read as rules.
+enough that their mean is better than either (docs/agreement-scorer.md, "The probe scorer"). A
+bot's own reason (S_ME's input, `AgreementItem.reason`) is read by `agreement/` alone: the probe
+was fitted to read rules, and on the pack's dev questions it reads their explanations' direction
+right only 65% of the time (their RoTs' 85%), while `agreement/` was trained on reasons read as
+rules.
 """
 
 from __future__ import annotations

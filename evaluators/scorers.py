@@ -28,8 +28,8 @@ every known-answer check separates its bots on both core splits; every other pai
 RoTs, narrated actions, a pack that states nothing) is the mean of `agreement-minilm` and
 stance x a frozen SmolLM2 probe's direction, which ranks real Moral Stories pairs at 79% where
 `agreement-minilm` alone ranks them at 63%; a bot's own reason (S_ME) is `agreement-minilm`'s
-reading (README, "The probe scorer"). `agreement-stated`, `agreement-minilm` and the factored
-`agreement-factored` (~45 minutes to build) are options."""
+reading (docs/agreement-scorer.md, "The probe scorer"). `agreement-stated`,
+`agreement-minilm` and the factored `agreement-factored` (~45 minutes to build) are options."""
 
 SCORER_KINDS: tuple[str, ...] = ("sequence-classifier", "factored-scorer", "causal-lm")
 """Model kinds that can score agreement: a cross-encoder, a factored scorer, an LLM judge."""

@@ -170,7 +170,8 @@ def test_shipped_pairs_are_balanced_leak_free_and_reach_the_direction_half_only(
     held_questions, held_rots = held_out_texts(pack)  # dev/test questions, hard and sign sets
     held = {normalise_text(t) for t in (*held_questions, *held_rots)}
     assert not [p.id for p in pairs if {normalise_text(p.question), normalise_text(p.rot)} & held]
-    assert "directions" not in DEFAULT_FACTORED_RECIPE.sources  # README, "Direction pairs"
+    # not in the default (docs/agreement-scorer.md, "Direction pairs")
+    assert "directions" not in DEFAULT_FACTORED_RECIPE.sources
     recipe = replace(
         DEFAULT_FACTORED_RECIPE, sources=(*DEFAULT_FACTORED_RECIPE.sources, "directions")
     )

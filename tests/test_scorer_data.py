@@ -303,7 +303,8 @@ def test_shipped_concessions_are_stance_examples_that_leave_the_directions_as_th
     by = _core_sources()
     concessions, factorial = by.get("concessions", []), by.get("factorial", [])
     assert len(concessions) >= 2_400
-    assert "concessions" not in DEFAULT_FACTORED_RECIPE.sources  # README, "Concessions"
+    # not in the default (docs/agreement-scorer.md, "Concessions")
+    assert "concessions" not in DEFAULT_FACTORED_RECIPE.sources
     stated = pack.direction_map()
     assert all((e.question, e.rot) in stated for e in concessions)
     assert {e.kind for e in concessions} == {"concessions:hedged-late"}

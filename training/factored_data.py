@@ -160,7 +160,8 @@ def reason_examples(
     rule against it; a reason without a stance says nothing and is left out. Same shape as
     direction_examples, one per distinct (act, reason), first label kept. Their kind has no
     source, so a recipe counts them with the pack's own derived examples (repeated three
-    times by the default recipe, as measured: README, "Factoring the judgment")."""
+    times by the default recipe, as measured: docs/agreement-scorer.md, "Factoring the
+    judgment")."""
     out: dict[tuple[str, str], AgreementExample] = {}
     for e in examples:
         if e.kind not in REASON_KINDS or not e.question.strip():

@@ -44,12 +44,13 @@ class FactoredRecipe:
     direction: ScorerTrainingConfig = field(default_factory=lambda: _half(DIRECTION_EPOCHS))
     sources: tuple[str, ...] = ("derived", "hard", "written", "bot", "factorial", "pairs")
     """Not `reasons`: with the written reasons (sources + reasons) the dev split's S_MR check
-    failed and Moral Stories moved 74.9 -> 75.3 (README, "Factoring the judgment"). Not
-    `concessions`: over two seeds they raised the hedged answers' stance but cost written dev
-    a point and the hard cases eight (README, "Concessions"). Not `directions` (the written
-    direction pairs): the probe head fitted with them reads the RoT directions of signs-dev's
-    items no better (79.9% -> 78.6%) nor the default's signs (70.2 both), and pack dev
-    direction macro-F1 falls 0.9 (README, "Direction pairs")."""
+    failed and Moral Stories moved 74.9 -> 75.3 (docs/agreement-scorer.md, "Factoring the
+    judgment"). Not `concessions`: over two seeds they raised the hedged answers' stance but
+    cost written dev a point and the hard cases eight (docs/agreement-scorer.md, "Concessions").
+    Not `directions` (the written direction pairs): the probe head fitted with them reads the
+    RoT directions of signs-dev's items no better (79.9% -> 78.6%) nor the default's signs (70.2
+    both), and pack dev direction macro-F1 falls 0.9 (docs/agreement-scorer.md, "Direction
+    pairs")."""
 
     def half(self, name: str) -> ScorerTrainingConfig:
         return self.stance if name == "stance" else self.direction
@@ -57,11 +58,11 @@ class FactoredRecipe:
 
 STANCE_EPOCHS = 2
 """Two passes: the stance half's dev macro-F1 goes 0.814 (one) -> 0.853 (two), and the sign
-test with it 73.0 -> 79.8 (README, "Factoring the judgment")."""
+test with it 73.0 -> 79.8 (docs/agreement-scorer.md, "Factoring the judgment")."""
 
 DIRECTION_EPOCHS = 2
 """Two passes: dev macro-F1 0.791 -> 0.836; pack-test macro-F1 77.1 -> 81.2 and Moral Stories
-54.6 -> 59.1 with the two-epoch stance half (README, "Factoring the judgment")."""
+54.6 -> 59.1 with the two-epoch stance half (docs/agreement-scorer.md, "Factoring the judgment")."""
 
 DEFAULT_FACTORED_RECIPE = FactoredRecipe()
 

@@ -139,12 +139,13 @@ The pack's own examples (derived and hard, 2,498 on the core pack) are seen thre
 6,000 of the written corpus's 11,414 once (a seeded sample) and the 2,348 labelled bot replies
 once: 15,842 examples, with the embeddings and the three lowest encoder layers fixed so the
 pass fits the first-use build on 2 CPU cores (631 s of training, 754 s in all, 2026-12-02).
-Earlier recipes were chosen by real-data validation (README's table); this one, whose Moral
-Stories figure sits inside the previous recipe's seed spread, by the dev split's known-answer
-checks (`moralsim validate --split dev`; the test split's was read first): Moral Stories
-pairwise 63.1 (the previous data's three seeds: 68.6, 56.1, 57.0), pack-test macro-F1 83.2,
-sign test 67.7, bot-reply macro-F1 45.1; the factorial and norm-action sources are not in it
-(no better in one confounded single-seed run; README, "What was tried").
+Earlier recipes were chosen by real-data validation (docs/agreement-scorer.md, "What was
+tried"); this one, whose Moral Stories figure sits inside the previous recipe's seed spread, by
+the dev split's known-answer checks (`moralsim validate --split dev`; the test split's was read
+first): Moral Stories pairwise 63.1 (the previous data's three seeds: 68.6, 56.1, 57.0),
+pack-test macro-F1 83.2, sign test 67.7, bot-reply macro-F1 45.1; the factorial and norm-action
+sources are not in it (no better in one confounded single-seed run; docs/agreement-scorer.md,
+"What was tried").
 """
 
 
