@@ -4,10 +4,11 @@ MiniLM-L6 classifiers read real, human-written norm/action text at about chance 
 training that fits on two CPU cores, while the hidden states of the embedded SmolLM2-135M,
 read by a logistic-regression head and never fine-tuned, rank most such pairs right
 (docs/experiments/2026-12-03-lm-probe, 2026-12-04-probe-direction). This module is that
-reader: the last prompt token's hidden state at a few layers, standardised, then a
-three-way softmax head, P(for, unrelated, against) of (act, RoT). The head is fitted by
-`training.lm_probe`; a probe folder holds `probe.json` (the LM, layers, prompt version) and
-`head.npz` (the standardisation and the head's weights).
+reader: the prompt's hidden states at a few layers (the last token's, and with `last+mean`
+pooling also the mean over every token), standardised, then a three-way softmax head,
+P(for, unrelated, against) of (act, RoT). The head is fitted by `training.lm_probe`; a probe
+folder holds `probe.json` (the LM, layers, pooling, prompt version) and `head.npz` (the
+standardisation and the head's weights).
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from evaluators.agreement import AgreementItem
 PROBE_MARKER = "probe.json"
 HEAD_FILE = "head.npz"
 PROMPT_VERSION = 1
+POOLINGS = ("last", "last+mean")
+"""How a prompt's states become features: the last token's state at each layer, or that and
+the mean over all the prompt's tokens side by side (docs/experiments/2026-12-06-probe-pooling:
+the mean carries direction the last token alone misses). A folder that names none is `last`."""
 
 
 def probe_prompt(rot: str, act: str) -> str:
@@ -37,19 +42,28 @@ def probe_prompt(rot: str, act: str) -> str:
     )
 
 
-class LastTokenStates:
-    """Hidden states of each text's last token at `layers` of a frozen causal LM, in batches
-    of similar length (left padding, so the last position is every text's last token), in
-    bfloat16 autocast: the fastest CPU step, and the one the head was fitted on."""
+class PromptStates:
+    """Each text's features from a frozen causal LM: at each of `layers`, the last token's
+    hidden state, and with `last+mean` pooling also the mean over the text's tokens. Texts go
+    in batches of similar length (left padding, so the last position is every text's last
+    token), in bfloat16 autocast: the fastest CPU step, and the one the head was fitted on."""
 
     def __init__(
-        self, model: str, layers: Sequence[int], *, batch_size: int = 32, device: str = "cpu"
+        self,
+        model: str,
+        layers: Sequence[int],
+        *,
+        pooling: str = "last",
+        batch_size: int = 32,
+        device: str = "cpu",
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from agents.models import resolve_model
 
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling '{pooling}' is not one of {', '.join(POOLINGS)}")
         folder = resolve_model(model).path
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.tokenizer.padding_side = "left"
@@ -59,12 +73,14 @@ class LastTokenStates:
         # the base model: the states are all the head reads, so no vocabulary projection
         self.model = lm.base_model.to(device).eval()
         self.layers = list(layers)
+        self.pooling = pooling
         self.batch_size = batch_size
         self.device = device
 
     @property
     def width(self) -> int:
-        return int(self.model.config.hidden_size) * len(self.layers)
+        per_layer = int(self.model.config.hidden_size) * len(self.layers)
+        return per_layer * (2 if self.pooling == "last+mean" else 1)
 
     def __call__(self, texts: Sequence[str], progress: Any = None) -> np.ndarray:
         import torch
@@ -75,12 +91,14 @@ class LastTokenStates:
             for start in range(0, len(order), self.batch_size):
                 batch = order[start : start + self.batch_size]
                 enc = self.tokenizer([texts[i] for i in batch], return_tensors="pt", padding=True)
+                enc = enc.to(self.device)
                 with torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16):
-                    states = self.model(
-                        **enc.to(self.device), output_hidden_states=True
-                    ).hidden_states
-                picked = torch.cat([states[k][:, -1, :] for k in self.layers], dim=1)
-                out[batch] = picked.float().cpu().numpy()
+                    states = self.model(**enc, output_hidden_states=True).hidden_states
+                picked = [states[k][:, -1, :].float() for k in self.layers]
+                if self.pooling == "last+mean":
+                    mask = enc["attention_mask"].unsqueeze(-1).float()
+                    picked += [(states[k].float() * mask).sum(1) / mask.sum(1) for k in self.layers]
+                out[batch] = torch.cat(picked, dim=1).cpu().numpy()
                 if progress is not None:
                     progress(min(start + self.batch_size, len(order)), len(order))
         return out
@@ -122,6 +140,8 @@ def read_probe_info(folder: Path) -> dict[str, Any]:
     for key, kind in (("model", str), ("layers", list), ("prompt_version", int)):
         if not isinstance(info.get(key) if isinstance(info, dict) else None, kind):
             raise ValueError(f"{marker}: field '{key}' missing or not a {kind.__name__}")
+    if info.get("pooling", "last") not in POOLINGS:
+        raise ValueError(f"{marker}: field 'pooling' is not one of {', '.join(POOLINGS)}")
     if info["prompt_version"] != PROMPT_VERSION:
         raise ValueError(
             f"{marker}: field 'prompt_version' is {info['prompt_version']}, this moralsim "
@@ -138,11 +158,14 @@ class ProbeDirection:
         self.path = Path(folder)
         info = read_probe_info(self.path)
         self.head = LinearHead.load(self.path / HEAD_FILE)
-        self.states = LastTokenStates(info["model"], info["layers"], device=device)
+        self.states = PromptStates(
+            info["model"], info["layers"], pooling=info.get("pooling", "last"), device=device
+        )
         if self.head.coef.shape != (3, self.states.width):
             raise ValueError(
                 f"{self.path / HEAD_FILE}: head of shape {self.head.coef.shape} does not fit "
-                f"{info['model']} at layers {info['layers']} ({self.states.width} features)"
+                f"{info['model']} at layers {info['layers']} with {self.states.pooling} pooling "
+                f"({self.states.width} features)"
             )
 
     def probabilities(self, items: Sequence[AgreementItem]) -> np.ndarray:

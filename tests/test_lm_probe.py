@@ -97,6 +97,49 @@ def test_a_probe_folder_reads_acts_and_refuses_a_mismatched_folder(
         read_probe_info(tmp_path / "probe")
 
 
+def test_last_plus_mean_pooling_adds_the_mean_of_each_texts_own_tokens(
+    tmp_path: Path, tiny_causal_lm: Path
+) -> None:
+    """Each text read alone (no padding): its last token's state and the plain mean of its
+    tokens' states at each layer; read in a padded batch, the same within bfloat16 rounding."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from evaluators.lm_probe import PromptStates
+
+    texts = ["you should not lie to your friends .", "yes"]
+    both = PromptStates(str(tiny_causal_lm), [1, 2], pooling="last+mean")
+    last = PromptStates(str(tiny_causal_lm), [1, 2])
+    assert (both.width, last.width) == (128, 64)
+    got, got_last = both(texts), last(texts)
+    assert np.array_equal(got[:, :64], got_last)  # the last token's part is the `last` reading
+    tok = AutoTokenizer.from_pretrained(tiny_causal_lm)
+    lm = AutoModelForCausalLM.from_pretrained(tiny_causal_lm).base_model.eval()
+    for row, text in zip(got, texts, strict=True):
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            states = lm(**tok([text], return_tensors="pt"), output_hidden_states=True)
+        hidden = [states.hidden_states[k][0].float().numpy() for k in (1, 2)]
+        alone = np.concatenate([h[-1] for h in hidden] + [h.mean(axis=0) for h in hidden])
+        assert row == pytest.approx(alone, abs=3e-2)
+    with pytest.raises(ValueError, match="pooling 'max' is not one of last, last\\+mean"):
+        PromptStates(str(tiny_causal_lm), [1], pooling="max")
+
+
+def test_a_probe_folder_names_its_pooling(tmp_path: Path, tiny_causal_lm: Path) -> None:
+    """A folder that names none reads the last token (every folder before pooling existed);
+    `last+mean` needs a head twice as wide; an unknown pooling is refused by field."""
+    folder = write_probe(tmp_path / "probe", tiny_causal_lm, [1, 2], 64)
+    info = json.loads((folder / PROBE_MARKER).read_text())
+    with pytest.raises(ValueError, match="with last pooling"):
+        ProbeDirection(folder)  # a 128-wide head, read as the last token's 64 features
+    (folder / PROBE_MARKER).write_text(json.dumps(info | {"pooling": "last+mean"}))
+    probe = ProbeDirection(folder)
+    assert probe.probabilities([AgreementItem("", "you lie .", "lie")]).shape == (1, 3)
+    (folder / PROBE_MARKER).write_text(json.dumps(info | {"pooling": "max"}))
+    with pytest.raises(ValueError, match=r"probe\.json: field 'pooling' is not one of"):
+        read_probe_info(folder)
+
+
 def _narrated(i: int, act: str, label: str, split: str = "train") -> AgreementExample:
     return AgreementExample(f"n{i}", "", act, "it is wrong to lie .", label, split, "hard:x")  # type: ignore[arg-type]
 
@@ -130,7 +173,11 @@ def test_fitting_a_probe_on_a_tiny_pack(
     assert len(probe_examples(pack, recipe)) == 3  # a seeded sample of the 4 train examples
     info = train_probe(pack, tmp_path / "probe", ProbeRecipe(str(tiny_causal_lm), (1, 2)))
     assert info["examples"] == {"agree": 1, "neutral": 1, "disagree": 2}
-    assert ProbeDirection(tmp_path / "probe").head.coef.shape == (3, 64)
+    assert info["pooling"] == "last+mean"  # the default: both readouts, 2 x 2 x 32 features
+    assert ProbeDirection(tmp_path / "probe").head.coef.shape == (3, 128)
+    last = ProbeRecipe(str(tiny_causal_lm), (1, 2), pooling="last")
+    assert train_probe(pack, tmp_path / "last", last)["pooling"] == "last"
+    assert ProbeDirection(tmp_path / "last").head.coef.shape == (3, 64)
     with pytest.raises(ValueError, match="states no RoT directions"):
         probe_examples(
             ScenarioPack("bare", None, agreement_examples=pack.agreement_examples), recipe
@@ -229,7 +276,8 @@ def test_the_embedded_probe_scorer_is_the_default_and_fingerprints_the_probe_rec
     source = model.locate()
     before = model.fingerprint(source)
     assert before["recipe"]["probe"] == {"model": "smollm2-135m-instruct",
-        "layers": [15, 20, 25, 30], "examples": None, "c": 0.01, "seed": 0}  # fmt: skip
+        "layers": [15, 20, 25, 30], "examples": None, "c": 0.003, "seed": 0,
+        "pooling": "last+mean"}  # fmt: skip
     assert before["recipe"]["stated"] == embedded_models()["agreement-stated"].fingerprint(source)
     changed = replace(lm_probe.DEFAULT_PROBE_RECIPE, c=1.0)
     with pytest.MonkeyPatch.context() as patch:
@@ -321,7 +369,7 @@ def test_a_shipped_head_is_installed_only_for_its_pack_and_recipe_and_when_it_re
         (shipped / HEAD_FILE).unlink()  # probe.json shipped without its head
         headless = source("headless", patch, recipe)
         assert headless["source"] == "fitted here" and "not a probe head" in headless["said"]
-        assert ProbeDirection(tmp_path / "headless" / "probe").head.coef.shape == (3, 64)
+        assert ProbeDirection(tmp_path / "headless" / "probe").head.coef.shape == (3, 128)
 
         pack.agreement_examples[0] = _narrated(1, "you lied twice .", "disagree")
         changed = source("pack", patch, recipe)
@@ -348,15 +396,15 @@ def test_the_shipped_head_was_fitted_on_the_core_pack_as_it_is_now() -> None:
         (a, r) for a, r, _ in lm_probe.check_items(core)
     ]
     head = LinearHead.load(lm_probe.SHIPPED_PROBE / HEAD_FILE)
-    assert head.coef.shape == (3, 576 * len(recipe.layers))
+    per_layer = 2 if recipe.pooling == "last+mean" else 1
+    assert head.coef.shape == (3, 576 * len(recipe.layers) * per_layer)
+    assert info.get("pooling", "last") == recipe.pooling
 
 
 @pytest.mark.slow
 def test_the_shipped_head_reproduces_on_this_machines_smollm2() -> None:
-    from evaluators.lm_probe import LastTokenStates
     from training import lm_probe
 
-    recipe = lm_probe.DEFAULT_PROBE_RECIPE
-    states = LastTokenStates(recipe.model, recipe.layers)
+    states = lm_probe.recipe_states(lm_probe.DEFAULT_PROBE_RECIPE)
     diff, pairs = lm_probe.check_difference(lm_probe.SHIPPED_PROBE, states)
     assert pairs == lm_probe.CHECK_PAIRS and diff <= lm_probe.CHECK_TOLERANCE

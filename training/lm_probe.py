@@ -4,13 +4,14 @@ The examples are the factored scorer's direction half's (training.factored_data)
 (act, RoT) of the pack's train split with the RoT's direction on the act, the act being the
 question, a narrated action or a labelled reason read as a rule. They (or a seeded sample)
 are read once by the frozen LM; a standardised multinomial logistic regression is fitted on
-the states with a fixed regularisation C. The defaults are the recipe measured in
-docs/experiments/2026-12-04-probe-direction (layers 15/20/25/30), fitted on every train
-example with C = 0.01, chosen by direction dev macro-F1 (docs/experiments/2026-12-04-shipped-probe).
+the states with a fixed regularisation C. The defaults: the layers of
+docs/experiments/2026-12-04-probe-direction (15/20/25/30), the last token's state and the mean
+over the prompt's tokens at each (docs/experiments/2026-12-06-probe-pooling), every train
+example, C = 0.003 chosen by direction dev macro-F1.
 
-Reading ~26,500 examples takes about 38 minutes on 2 CPU cores, so the core pack's head is
-fitted once by the maintainers and shipped in `training/probe_head/` (a 3 x 2,304 logistic
-layer and its standardisation, 47 KB). A first use installs it only when it was fitted on
+Reading ~26,500 examples takes about 30-38 minutes on 2 CPU cores, so the core pack's head is
+fitted once by the maintainers and shipped in `training/probe_head/` (a 3 x 4,608 logistic
+layer and its standardisation, 93 KB). A first use installs it only when it was fitted on
 exactly this pack's examples with this recipe and it reproduces, on this machine's LM, the
 probabilities it gave the shipped check pairs; otherwise the probe is fitted here.
 """
@@ -35,8 +36,8 @@ from evaluators.lm_probe import (
     HEAD_FILE,
     PROBE_MARKER,
     PROMPT_VERSION,
-    LastTokenStates,
     LinearHead,
+    PromptStates,
     probe_prompt,
     read_probe_info,
 )
@@ -69,8 +70,11 @@ class ProbeRecipe:
     examples: int | None = None
     """None: every train direction example; a number: a seeded sample of that many (reading
     is the fit's cost, about 13 examples per second on 2 CPU cores)."""
-    c: float = 0.01
+    c: float = 0.003
     seed: int = 0
+    pooling: str = "last+mean"
+    """`last` or `last+mean` (evaluators.lm_probe.POOLINGS). The default reads both, with C
+    0.003 chosen by direction dev macro-F1 (docs/experiments/2026-12-06-probe-pooling)."""
 
 
 DEFAULT_PROBE_RECIPE = ProbeRecipe()
@@ -94,6 +98,11 @@ def direction_split(
     chosen = recipe or DEFAULT_FACTORED_RECIPE
     train, dev = factored_splits(pack, chosen, labelled)["direction"]
     return [(e.answer, e.rot, e.label) for e in train], [(e.answer, e.rot, e.label) for e in dev]
+
+
+def recipe_states(recipe: ProbeRecipe) -> PromptStates:
+    """The reader of the recipe's LM, layers and pooling."""
+    return PromptStates(recipe.model, recipe.layers, pooling=recipe.pooling)
 
 
 def probe_examples(pack: ScenarioPack, recipe: ProbeRecipe) -> list[Example]:
@@ -139,7 +148,7 @@ def train_probe(
     """Read the examples with the LM, fit the head, write the probe folder; its probe.json."""
     say = progress or (lambda message: None)
     examples = probe_examples(pack, recipe)
-    states = LastTokenStates(recipe.model, recipe.layers)
+    states = recipe_states(recipe)
     start = time.perf_counter()
     say(f"probe: reading {len(examples)} direction examples with {recipe.model}")
     said = [0]
@@ -178,6 +187,7 @@ def write_probe(
         "task": "P(for, unrelated, against) of (act, RoT): a logistic head on a frozen LM",
         "model": recipe.model,
         "layers": list(recipe.layers),
+        "pooling": recipe.pooling,
         "prompt_version": PROMPT_VERSION,
         "recipe": asdict(recipe),
         "examples": {label: sum(e[2] == label for e in examples) for label in AGREEMENT_LABELS},
@@ -197,7 +207,7 @@ def check_items(pack: ScenarioPack) -> list[Example]:
     return direction_split(pack)[1][:CHECK_PAIRS]
 
 
-def write_check(folder: Path, pack: ScenarioPack, states: LastTokenStates) -> None:
+def write_check(folder: Path, pack: ScenarioPack, states: PromptStates) -> None:
     """check.json: the check pairs and the probabilities the folder's head gives them."""
     items = check_items(pack)
     head = LinearHead.load(folder / HEAD_FILE)
@@ -209,7 +219,7 @@ def write_check(folder: Path, pack: ScenarioPack, states: LastTokenStates) -> No
     (folder / CHECK_FILE).write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
 
 
-def check_difference(folder: Path, states: LastTokenStates) -> tuple[float, int]:
+def check_difference(folder: Path, states: PromptStates) -> tuple[float, int]:
     """(the largest |difference| between the probabilities the head gives its check pairs on
     this machine's LM and those it carries, how many pairs); ValueError naming the file when
     the check file or the head is missing or malformed."""
@@ -250,7 +260,7 @@ def install_shipped_probe(
         if (SHIPPED_PROBE / name).is_file():
             shutil.copyfile(SHIPPED_PROBE / name, out / name)
     try:
-        diff, pairs = check_difference(out, LastTokenStates(recipe.model, recipe.layers))
+        diff, pairs = check_difference(out, recipe_states(recipe))
     except ValueError as exc:
         shutil.rmtree(out)
         return None, str(exc)
@@ -299,7 +309,7 @@ def add_probe(
     )
     info["unstated"] = "agreement+probe"
     keys = ("model", "layers", "recipe", "examples", "seconds", "head")
-    info["probe"] = {k: probe[k] for k in keys}
+    info["probe"] = {k: probe[k] for k in keys} | {"pooling": probe.get("pooling", "last")}
     marker.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return probe
 

@@ -11,7 +11,7 @@ script:
 2. fits a head at each C of a grid on all of them, and one on the old 9,000-example sample,
    and prints each one's direction dev macro-F1; the C with the best dev macro-F1 is kept
    (Moral Stories is not read here);
-3. measures how far the product's reader (evaluators.lm_probe.LastTokenStates, which batches
+3. measures how far the product's reader (evaluators.lm_probe.PromptStates, which batches
    differently) moves a dev pair's probabilities, which sets the check tolerance;
 4. with --write, writes the head, its probe.json and its check pairs to training/probe_head.
 
@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent / "2026-12-04-probe-direction"))
 from probe_direction import CORE_PACK, ProbeFeatures, prompt  # noqa: E402
 
 from evaluators.agreement_validity import confusion_matrix, macro_f1  # noqa: E402
-from evaluators.lm_probe import LastTokenStates  # noqa: E402
+from evaluators.lm_probe import PromptStates  # noqa: E402
 from scenarios.pack import load_pack  # noqa: E402
 from training.lm_probe import (  # noqa: E402
     DEFAULT_PROBE_RECIPE,
@@ -92,7 +92,7 @@ def main() -> None:
     figures["chosen_c"] = chosen
     print(f"chosen C = {chosen}", flush=True)
 
-    states = LastTokenStates(recipe.model, recipe.layers)
+    states = PromptStates(recipe.model, recipe.layers)
     product = states([prompt(rot, act) for act, rot, _ in dev])
     moved = np.abs(heads[chosen].probabilities(product) - heads[chosen].probabilities(x_dev))
     figures["reader_difference"] = {

@@ -25,7 +25,7 @@ import numpy as np
 from evaluators.agreement import AgreementItem
 from evaluators.agreement_validity import confusion_matrix, macro_f1, predicted_labels, sign_hits
 from evaluators.factored import STATED_ROWS, FactoredScorer, combine, direction_items
-from evaluators.lm_probe import LastTokenStates
+from evaluators.lm_probe import PromptStates
 from scenarios.pack import load_pack
 from training.factored_data import with_explanation_directions
 from training.factored_scorer import DEFAULT_FACTORED_RECIPE, factored_splits
@@ -60,7 +60,7 @@ def sign_accuracy(gold: list[str], probs: np.ndarray) -> float:
     return hits / total
 
 
-def cached(states: LastTokenStates, cache: Path, name: str, texts: list[str]) -> np.ndarray:
+def cached(states: PromptStates, cache: Path, name: str, texts: list[str]) -> np.ndarray:
     path = cache / f"{name}.npy"
     if path.is_file():
         return np.load(path)
@@ -96,7 +96,7 @@ def main() -> None:
     train, dev = factored_splits(pack, DEFAULT_FACTORED_RECIPE, labelled)["stance"]
     random.Random(0).shuffle(train)
     train = train[: args.train]
-    states = LastTokenStates("smollm2-135m-instruct", LAYERS)
+    states = PromptStates("smollm2-135m-instruct", LAYERS)
     x_dev = cached(states, args.cache, "dev", [stance_prompt(e.question, e.answer) for e in dev])
     x_train = cached(
         states, args.cache, f"train{args.train}",

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from evaluators.agreement import AGREEMENT_LABELS as LABELS
-from evaluators.lm_probe import LastTokenStates, probe_prompt
+from evaluators.lm_probe import PromptStates, probe_prompt
 from scenarios.pack import load_pack
 from scenarios.rot_direction import rot_direction
 from training.classification_metrics import classification_report
@@ -57,7 +57,7 @@ class StateCache:
         if path.is_file():
             with np.load(path, allow_pickle=False) as data:
                 self.rows = dict(zip(data["texts"].tolist(), data["x"], strict=True))
-        self.reader: LastTokenStates | None = None
+        self.reader: PromptStates | None = None
 
     def __call__(self, texts: list[str]) -> np.ndarray:
         todo = sorted({t for t in texts if t not in self.rows})
@@ -65,7 +65,7 @@ class StateCache:
             print(f"reading {len(todo)} new texts", flush=True)
             if self.reader is None:
                 recipe = DEFAULT_PROBE_RECIPE
-                self.reader = LastTokenStates(recipe.model, recipe.layers)
+                self.reader = PromptStates(recipe.model, recipe.layers)
             self.rows.update(zip(todo, self.reader(todo), strict=True))
             keys = list(self.rows)
             np.savez(self.path, texts=np.array(keys), x=np.stack([self.rows[t] for t in keys]))

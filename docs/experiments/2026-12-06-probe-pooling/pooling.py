@@ -62,12 +62,16 @@ def read(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--train", type=int, default=6000)
+    parser.add_argument("--train", type=int, default=6000, help="0: every train example")
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--cs", default="0.003,0.01,0.03", help="the C values to fit")
+    parser.add_argument("--features", default="last,mean,last+mean")
+    parser.add_argument("--heads", type=Path, help="save each head here as FEATURES_C.npz")
     args = parser.parse_args()
     pack = load_pack("core").pack
-    train = probe_examples(pack, replace(DEFAULT_PROBE_RECIPE, examples=args.train))
+    sample = args.train or None  # 0: every train example
+    train = probe_examples(pack, replace(DEFAULT_PROBE_RECIPE, examples=sample))
     sets = {"pack dev": direction_split(pack)[1], "signs-dev": sign_dev_directions(pack)}
     all_ex = train + [e for ex in sets.values() for e in ex]
     texts = [probe_prompt(rot, act) for act, rot, _ in all_ex]
@@ -81,9 +85,13 @@ def main() -> None:
     feats = {"last": last, "mean": mean, "last+mean": np.hstack([last, mean])}
     y = [e[2] for e in train]
     out = {}
-    for name, x in feats.items():
-        for c in (0.003, 0.01, 0.03):
+    for name in args.features.split(","):
+        x = feats[name]
+        for c in map(float, args.cs.split(",")):
             head = fit_head(x[:n], y, c)
+            if args.heads:
+                args.heads.mkdir(parents=True, exist_ok=True)
+                head.save(args.heads / f"{name}_{c}.npz")
             row, k = {}, n
             for sname, ex in sets.items():
                 row[sname] = figures(head.probabilities(x[k : k + len(ex)]), ex)
