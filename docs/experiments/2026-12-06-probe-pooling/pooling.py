@@ -19,16 +19,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "2026-12-05-direction-pairs"))
 
 from direction_pairs import figures, sign_dev_directions  # noqa: E402
 
-from agents.models import resolve_model  # noqa: E402
-from evaluators.lm_probe import probe_prompt  # noqa: E402
+from evaluators.lm_probe import PromptStates, probe_prompt  # noqa: E402
 from scenarios.pack import load_pack  # noqa: E402
 from training.lm_probe import DEFAULT_PROBE_RECIPE, direction_split, fit_head, probe_examples  # noqa: E402
 
@@ -36,28 +33,12 @@ LAYERS = DEFAULT_PROBE_RECIPE.layers
 
 
 def read(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(last-token states, mean-pooled states) of each text, in the probe reader's batching."""
-    folder = resolve_model("smollm2-135m-instruct").path
-    tok = AutoTokenizer.from_pretrained(folder)
-    tok.padding_side = "left"
-    lm = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).base_model.eval()
-    width = lm.config.hidden_size * len(LAYERS)
-    last = np.zeros((len(texts), width), np.float32)
-    mean = np.zeros((len(texts), width), np.float32)
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    with torch.no_grad():
-        for s in range(0, len(order), 32):
-            batch = order[s : s + 32]
-            enc = tok([texts[i] for i in batch], return_tensors="pt", padding=True)
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                hs = lm(**enc, output_hidden_states=True).hidden_states
-            m = enc["attention_mask"].unsqueeze(-1).float()
-            last[batch] = torch.cat([hs[k][:, -1, :] for k in LAYERS], 1).float().numpy()
-            pooled = [(hs[k].float() * m).sum(1) / m.sum(1) for k in LAYERS]
-            mean[batch] = torch.cat(pooled, 1).numpy()
-            if s % 640 == 0:
-                print(f"{s}/{len(order)}", flush=True)
-    return last, mean
+    """(last-token states, mean-pooled states) of each text: the product's reader with
+    `last+mean` pooling, whose features are the two side by side."""
+    states = PromptStates("smollm2-135m-instruct", LAYERS, pooling="last+mean")
+    x = states(texts, progress=lambda done, total: done % 640 == 0 and print(f"{done}/{total}"))
+    half = x.shape[1] // 2
+    return x[:, :half], x[:, half:]
 
 
 def main() -> None:
