@@ -308,8 +308,8 @@ def add_probe(
         "a bot's own reason: agreement/ alone"
     )
     info["unstated"] = "agreement+probe"
-    keys = ("model", "layers", "recipe", "examples", "seconds", "head")
-    info["probe"] = {k: probe[k] for k in keys} | {"pooling": probe.get("pooling", "last")}
+    keys = ("model", "layers", "pooling", "recipe", "examples", "seconds", "head")
+    info["probe"] = {k: probe[k] for k in keys}
     marker.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return probe
 
