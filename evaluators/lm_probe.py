@@ -79,8 +79,8 @@ class PromptStates:
 
     @property
     def width(self) -> int:
-        per_layer = int(self.model.config.hidden_size) * len(self.layers)
-        return per_layer * (2 if self.pooling == "last+mean" else 1)
+        one_readout = int(self.model.config.hidden_size) * len(self.layers)
+        return one_readout * (2 if self.pooling == "last+mean" else 1)
 
     def __call__(self, texts: Sequence[str], progress: Any = None) -> np.ndarray:
         import torch
@@ -131,7 +131,8 @@ class LinearHead:
 
 
 def read_probe_info(folder: Path) -> dict[str, Any]:
-    """probe.json of a probe folder; ValueError naming the file and field when it is not one."""
+    """probe.json of a probe folder (a folder that names no pooling reads `last`); ValueError
+    naming the file and field when it is not one."""
     marker = Path(folder) / PROBE_MARKER
     try:
         info = json.loads(marker.read_text(encoding="utf-8"))
@@ -140,7 +141,8 @@ def read_probe_info(folder: Path) -> dict[str, Any]:
     for key, kind in (("model", str), ("layers", list), ("prompt_version", int)):
         if not isinstance(info.get(key) if isinstance(info, dict) else None, kind):
             raise ValueError(f"{marker}: field '{key}' missing or not a {kind.__name__}")
-    if info.get("pooling", "last") not in POOLINGS:
+    info.setdefault("pooling", "last")  # folders written before pooling was a choice
+    if info["pooling"] not in POOLINGS:
         raise ValueError(f"{marker}: field 'pooling' is not one of {', '.join(POOLINGS)}")
     if info["prompt_version"] != PROMPT_VERSION:
         raise ValueError(
@@ -159,7 +161,7 @@ class ProbeDirection:
         info = read_probe_info(self.path)
         self.head = LinearHead.load(self.path / HEAD_FILE)
         self.states = PromptStates(
-            info["model"], info["layers"], pooling=info.get("pooling", "last"), device=device
+            info["model"], info["layers"], pooling=info["pooling"], device=device
         )
         if self.head.coef.shape != (3, self.states.width):
             raise ValueError(
